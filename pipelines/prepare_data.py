@@ -1,0 +1,17 @@
+"""DVC stage `prepare_data`: build the manifest (and synthetic audio) from params.yaml `data`."""
+
+import logging
+import sys
+
+from clapcap.config import load_section
+from clapcap.data.prepare import DataParams, prepare_data
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    prepare_data(load_section(DataParams, "data"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

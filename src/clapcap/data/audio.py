@@ -1,0 +1,111 @@
+"""Audio decoding and resampling with errors that name the file and the reason.
+
+Decoding uses ``soundfile`` (libsndfile: WAV, FLAC, OGG/Vorbis, MP3), so no ffmpeg is
+needed. Multichannel audio is averaged to mono. Resampling is polyphase
+(``scipy.signal.resample_poly``), which is deterministic across machines.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif")
+
+
+class AudioError(ValueError):
+    """An audio file cannot be used; the message names the file and the reason."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+def resample(wave: np.ndarray, orig_sr: int, target_sr: int) -> np.ndarray:
+    """Resample a mono float waveform from ``orig_sr`` to ``target_sr`` Hz (polyphase)."""
+    if orig_sr == target_sr:
+        return wave.astype(np.float32, copy=False)
+    from scipy.signal import resample_poly
+
+    ratio = Fraction(target_sr, orig_sr).limit_denominator(1000)
+    out = resample_poly(wave.astype(np.float64), ratio.numerator, ratio.denominator)
+    return out.astype(np.float32)
+
+
+def load_audio(
+    path: str | Path, target_sr: int | None = None, *, min_duration_s: float = 0.0
+) -> tuple[np.ndarray, int]:
+    """Decode ``path`` to a mono float32 waveform, resampled to ``target_sr`` if given.
+
+    Returns:
+        ``(wave, sample_rate)`` with ``wave`` of shape (T,).
+
+    Raises:
+        AudioError: when the file is missing, has an unsupported extension, is corrupt,
+            is empty, is shorter than ``min_duration_s`` or contains NaN/inf samples.
+    """
+    import soundfile as sf
+
+    path = Path(path)
+    if not path.exists():
+        raise AudioError(path, "file not found")
+    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+        raise AudioError(path, f"unsupported format {path.suffix!r}; supported: {', '.join(SUPPORTED_SUFFIXES)}")
+    if path.stat().st_size == 0:
+        raise AudioError(path, "empty file (0 bytes)")
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, TypeError) as err:
+        raise AudioError(path, f"cannot decode ({err})") from err
+    if data.shape[0] == 0:
+        raise AudioError(path, "no audio samples")
+    wave = data.mean(axis=1)
+    if not np.isfinite(wave).all():
+        raise AudioError(path, "contains NaN or infinite samples")
+    duration = wave.shape[0] / sr
+    if duration < min_duration_s:
+        raise AudioError(path, f"too short: {duration:.3f} s < minimum {min_duration_s:.3f} s")
+    if target_sr is not None and target_sr != sr:
+        wave = resample(wave, sr, target_sr)
+        sr = target_sr
+    return wave, int(sr)
+
+
+def audio_info(path: str | Path) -> tuple[float, int]:
+    """Return ``(duration_s, sample_rate)`` from the file header.
+
+    Raises:
+        AudioError: when the file is missing, empty or unreadable.
+    """
+    import soundfile as sf
+
+    path = Path(path)
+    if not path.exists():
+        raise AudioError(path, "file not found")
+    if path.stat().st_size == 0:
+        raise AudioError(path, "empty file (0 bytes)")
+    try:
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError) as err:
+        raise AudioError(path, f"cannot read header ({err})") from err
+    if info.frames <= 0:
+        raise AudioError(path, "no audio samples")
+    return info.frames / info.samplerate, int(info.samplerate)
+
+
+@dataclass
+class LoadReport:
+    """Files a dataset run skipped, each with its reason (never dropped silently)."""
+
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, err: AudioError) -> None:
+        self.skipped.append({"path": str(err.path), "reason": err.reason})
+        logger.warning("skipping %s: %s", err.path, err.reason)

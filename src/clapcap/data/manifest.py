@@ -1,0 +1,155 @@
+"""The one manifest format every dataset is converted to.
+
+A manifest is a CSV table with one row per clip:
+
+============================  ==========================================================
+column                        meaning
+============================  ==========================================================
+``clip_id``                   unique id (str)
+``audio_path``                audio file path, relative to the dataset root
+``duration_s``                duration in seconds (float)
+``sample_rate``               native sample rate in Hz (int)
+``split``                     ``train``, ``val`` or ``test``
+``source``                    dataset name (``clotho``, ``audiocaps``, ``synthetic`` ...)
+``captions``                  JSON list of one or more reference captions
+``is_audioset_eval``          ``True``/``False`` where the source has the flag, else empty
+``paraphrases_v1`` (opt.)     JSON list aligned with ``captions``: structure changed
+``paraphrases_v2`` (opt.)     JSON list aligned with ``captions``: words and structure changed
+``labels`` (opt.)             JSON list of sound-event labels (zero-shot classification)
+``meta`` (opt.)               JSON object with source-specific fields
+============================  ==========================================================
+
+List and object columns are JSON strings in the file and Python objects in memory.
+Paths are relative to the dataset root; one that resolves outside it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from clapcap.utils.io import atomic_path
+
+REQUIRED_COLUMNS = [
+    "clip_id", "audio_path", "duration_s", "sample_rate", "split", "source", "captions",
+    "is_audioset_eval",
+]
+JSON_COLUMNS = ["captions", "paraphrases_v1", "paraphrases_v2", "labels", "meta"]
+OPTIONAL_COLUMNS = ["paraphrases_v1", "paraphrases_v2", "labels", "meta"]
+SPLITS = ("train", "val", "test")
+
+
+class ManifestError(ValueError):
+    """A manifest row or file does not follow the manifest format."""
+
+
+def resolve_audio_path(root: str | Path, audio_path: str | Path) -> Path:
+    """Resolve ``audio_path`` against the dataset ``root``.
+
+    Raises:
+        ManifestError: when the path is absolute or resolves outside ``root``
+            (``../`` escapes and symlinks pointing elsewhere are refused).
+    """
+    root = Path(root).resolve()
+    rel = Path(audio_path)
+    if rel.is_absolute():
+        raise ManifestError(f"audio_path {str(audio_path)!r} is absolute; it must be relative to {root}")
+    full = (root / rel).resolve()
+    if full != root and root not in full.parents:
+        raise ManifestError(f"audio_path {str(audio_path)!r} resolves outside the dataset root {root}")
+    return full
+
+
+def _parse_json_cell(value: Any, column: str, row: int, path: Path | str) -> Any:
+    if isinstance(value, (list, dict)):
+        return value
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value == "":
+        return None
+    try:
+        return json.loads(value)
+    except (TypeError, json.JSONDecodeError) as err:
+        raise ManifestError(f"{path}: row {row}: column {column} is not valid JSON: {value!r}") from err
+
+
+def _parse_flag(value: Any) -> bool | None:
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value == "":
+        return None
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("true", "1"):
+            return True
+        if low in ("false", "0"):
+            return False
+        raise ManifestError(f"is_audioset_eval must be true/false or empty, found {value!r}")
+    return bool(value)
+
+
+def normalize(df: pd.DataFrame, *, origin: str | Path = "<memory>") -> pd.DataFrame:
+    """Check columns and per-row types; parse JSON columns. Returns a new DataFrame.
+
+    Raises:
+        ManifestError: naming ``origin``, the row and the expectation.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise ManifestError(f"{origin}: missing column(s) {missing}; expected {REQUIRED_COLUMNS}")
+    out = df.copy()
+    out["clip_id"] = out["clip_id"].astype(str)
+    out["audio_path"] = out["audio_path"].astype(str)
+    for col in JSON_COLUMNS:
+        if col in out.columns:
+            out[col] = [_parse_json_cell(v, col, i, origin) for i, v in enumerate(out[col])]
+    for i, caps in enumerate(out["captions"]):
+        if not isinstance(caps, list) or not caps or not all(isinstance(c, str) for c in caps):
+            raise ManifestError(f"{origin}: row {i} (clip {out['clip_id'].iat[i]}): captions must be "
+                                f"a non-empty list of str, found {caps!r}")
+    bad_split = sorted(set(out["split"]) - set(SPLITS))
+    if bad_split:
+        raise ManifestError(f"{origin}: unknown split value(s) {bad_split}; expected {list(SPLITS)}")
+    out["is_audioset_eval"] = [_parse_flag(v) for v in out["is_audioset_eval"]]
+    out["duration_s"] = out["duration_s"].astype(float)
+    out["sample_rate"] = out["sample_rate"].astype(int)
+    return out
+
+
+def write_manifest(df: pd.DataFrame, path: str | Path) -> Path:
+    """Validate and atomically write a manifest CSV (JSON-encoding list columns)."""
+    df = normalize(df, origin=path)
+    cols = REQUIRED_COLUMNS + [c for c in OPTIONAL_COLUMNS if c in df.columns]
+    out = df[cols].copy()
+    for col in JSON_COLUMNS:
+        if col in out.columns:
+            out[col] = [json.dumps(v, ensure_ascii=False, sort_keys=True) if v is not None else ""
+                        for v in out[col]]
+    out["is_audioset_eval"] = ["" if v is None else str(bool(v)) for v in out["is_audioset_eval"]]
+    with atomic_path(path) as tmp:
+        out.to_csv(tmp, index=False)
+    return Path(path)
+
+
+def read_manifest(path: str | Path) -> pd.DataFrame:
+    """Read and validate a manifest CSV.
+
+    Raises:
+        FileNotFoundError: when ``path`` does not exist.
+        ManifestError: when a column or row is malformed.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: manifest not found")
+    df = pd.read_csv(path, dtype={"clip_id": str, "audio_path": str, "split": str, "source": str},
+                     keep_default_na=False)
+    return normalize(df, origin=path)
+
+
+def caption_table(df: pd.DataFrame, column: str = "captions") -> pd.DataFrame:
+    """Explode a manifest into one row per caption: ``clip_id``, ``caption_index``, ``caption``."""
+    rows = [
+        {"clip_id": cid, "caption_index": j, "caption": cap}
+        for cid, caps in zip(df["clip_id"], df[column], strict=True)
+        for j, cap in enumerate(caps or [])
+    ]
+    return pd.DataFrame(rows, columns=["clip_id", "caption_index", "caption"])

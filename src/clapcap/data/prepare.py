@@ -1,0 +1,145 @@
+"""The ``prepare_data`` step: build one manifest (plus audio for the synthetic corpus).
+
+Output folder layout (``out_dir``)::
+
+    manifest.csv     the manifest (see clapcap.data.manifest)
+    dataset.json     root of the audio paths, source, split counts, skipped files
+    audio/           synthetic clips (synthetic source only)
+    real/            copied real recordings (when include_real_audio)
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from clapcap.data.audio import LoadReport
+from clapcap.data.manifest import read_manifest, write_manifest
+from clapcap.data.readers import READERS
+from clapcap.data.splits import SPLIT_SEED, apply_splits
+from clapcap.data.synth import SynthConfig, generate_corpus
+from clapcap.utils.io import read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ExternalSource:
+    """A local copy of a real dataset. ``csv`` maps split name to its metadata CSV
+    (relative to ``root``); a single ``all`` entry is split with ``split_fractions``."""
+
+    root: str = ""
+    csv: dict[str, str] = field(default_factory=dict)
+    audio_dir: str = "audio"
+
+
+@dataclass
+class DataParams:
+    """``params.yaml`` section ``data``."""
+
+    source: Literal["synthetic", "clotho", "audiocaps", "musiccaps", "folder"] = "synthetic"
+    out_dir: str = "data/corpus"
+    synthetic: SynthConfig = field(default_factory=SynthConfig)
+    external: ExternalSource = field(default_factory=ExternalSource)
+    split_fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
+    split_seed: int = SPLIT_SEED
+    on_error: Literal["raise", "skip"] = "raise"
+    include_real_audio: bool = False
+    min_duration_s: float = 0.5
+    max_duration_s: float = 60.0
+    allowed_sample_rates: list[int] = field(default_factory=lambda: [16000, 22050, 32000, 44100, 48000])
+
+
+@dataclass
+class Dataset:
+    """A prepared dataset: its manifest and the root its audio paths are relative to."""
+
+    manifest: pd.DataFrame
+    root: Path
+
+    def audio_path(self, clip_id: str) -> Path:
+        from clapcap.data.manifest import resolve_audio_path
+
+        row = self.manifest.loc[self.manifest["clip_id"] == clip_id]
+        if row.empty:
+            raise KeyError(f"clip {clip_id!r} not in manifest")
+        return resolve_audio_path(self.root, row["audio_path"].iat[0])
+
+    def split(self, name: str) -> pd.DataFrame:
+        return self.manifest[self.manifest["split"] == name].reset_index(drop=True)
+
+
+def load_dataset(out_dir: str | Path) -> Dataset:
+    """Load a prepared dataset folder (``manifest.csv`` + ``dataset.json``)."""
+    out_dir = Path(out_dir)
+    info = read_json(out_dir / "dataset.json")
+    root = Path(info["root"])
+    if not root.is_absolute():
+        root = (out_dir / root).resolve()
+    return Dataset(read_manifest(out_dir / "manifest.csv"), root)
+
+
+def _read_external(params: DataParams) -> tuple[pd.DataFrame, LoadReport, Path]:
+    ext = params.external
+    if not ext.root or not ext.csv:
+        raise ValueError(f"data.source={params.source} needs data.external.root and data.external.csv")
+    root = Path(ext.root).expanduser().resolve()
+    reader = READERS[params.source]
+    frames, report = [], LoadReport()
+    for split, csv in ext.csv.items():
+        kwargs = {"split": "train" if split == "all" else split, "on_error": params.on_error}
+        if params.source != "folder":
+            kwargs["audio_dir"] = ext.audio_dir
+        df, rep = reader(root, root / csv, **kwargs)
+        frames.append(df)
+        report.skipped += rep.skipped
+    df = pd.concat(frames, ignore_index=True)
+    if "all" in ext.csv:
+        df = apply_splits(df, params.split_fractions, params.split_seed)
+    return df, report, root
+
+
+def _add_real_audio(df: pd.DataFrame, out_dir: Path) -> pd.DataFrame:
+    from clapcap.data.real import read_ovos_animals
+
+    real, _, src_root = read_ovos_animals(split="test")
+    (out_dir / "real").mkdir(parents=True, exist_ok=True)
+    for rel in real["audio_path"]:
+        shutil.copyfile(src_root / rel, out_dir / "real" / rel)
+    real["audio_path"] = "real/" + real["audio_path"]
+    return pd.concat([df, real], ignore_index=True)
+
+
+def prepare_data(params: DataParams, *, progress: bool = True) -> Path:
+    """Build the manifest for ``params.source`` under ``params.out_dir``.
+
+    Returns:
+        The path of the written manifest.
+
+    Raises:
+        ValueError / AudioError / ManifestError: on bad configuration or bad input files.
+    """
+    out_dir = Path(params.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if params.source == "synthetic":
+        df = generate_corpus(params.synthetic, out_dir, progress=progress)
+        df = apply_splits(df, params.split_fractions, params.split_seed)
+        report, root = LoadReport(), Path(".")
+    else:
+        df, report, root = _read_external(params)
+    if params.include_real_audio:
+        if params.source != "synthetic":
+            raise ValueError("include_real_audio is only supported with the synthetic source")
+        df = _add_real_audio(df, out_dir)
+    manifest = write_manifest(df, out_dir / "manifest.csv")
+    counts = df["split"].value_counts().to_dict()
+    write_json(out_dir / "dataset.json", {"root": str(root), "source": params.source,
+                                          "n_clips": len(df), "split_counts": counts,
+                                          "skipped": report.skipped})
+    logger.info("manifest %s: %d clips %s, %d skipped", manifest, len(df), counts, len(report.skipped))
+    return manifest

@@ -1,0 +1,189 @@
+"""MLflow tracking: the only module of clapcap that calls MLflow.
+
+Conventions
+-----------
+- The tracking URI is ``$MLFLOW_TRACKING_URI`` when set, else a SQLite store at
+  ``<project>/mlruns/mlflow.db`` with artifacts under ``<project>/mlruns/artifacts``.
+  Open the UI with ``mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db``.
+- One experiment per pipeline area (``clapcap-data``, ``clapcap-retrieval``, ...);
+  one run per stage invocation, tagged with the stage name.
+- Metric keys are made MLflow-safe by :func:`safe_key` (``R@1`` -> ``R1``), while JSON
+  result files keep readable names.
+- Secrets never reach MLflow: :func:`log_params` drops any key that looks like a
+  credential (``api_key``, ``token``, ``secret``, ``password``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
+_UNSAFE = re.compile(r"[^0-9A-Za-z_\-. /]")
+
+
+def default_tracking_uri(project_root: str | Path | None = None) -> str:
+    """The tracking URI: ``$MLFLOW_TRACKING_URI`` or ``sqlite:///<root>/mlruns/mlflow.db``."""
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    root = Path(project_root or Path.cwd()).resolve()
+    (root / "mlruns").mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+
+
+def safe_key(key: str) -> str:
+    """Map a readable metric name to an MLflow-safe key (``t2a/R@1`` -> ``t2a/R1``)."""
+    key = key.replace("@", "")
+    return _UNSAFE.sub("_", key)
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "", sep: str = "/") -> dict[str, Any]:
+    """Flatten nested mappings into ``a/b/c`` keys."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{sep}{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name, sep))
+        else:
+            out[name] = value
+    return out
+
+
+def _mlflow():
+    import mlflow  # heavy import kept out of module import time
+
+    return mlflow
+
+
+def _ensure_experiment(name: str) -> str:
+    mlflow = _mlflow()
+    exp = mlflow.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    artifact_location = None
+    uri = mlflow.get_tracking_uri()
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        artifact_location = (db.parent / "artifacts").resolve().as_uri()
+    return mlflow.create_experiment(name, artifact_location=artifact_location)
+
+
+@contextmanager
+def stage_run(
+    stage: str,
+    *,
+    experiment: str = "clapcap",
+    params: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+    run_name: str | None = None,
+    tracking_uri: str | None = None,
+) -> Iterator[Any]:
+    """Start an MLflow run for one stage invocation; yields the active run.
+
+    The run is ended with status FAILED if the body raises.
+    """
+    mlflow = _mlflow()
+    mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
+    exp_id = _ensure_experiment(experiment)
+    all_tags = {"clapcap.stage": stage, **(tags or {})}
+    with mlflow.start_run(experiment_id=exp_id, run_name=run_name or stage, tags=all_tags) as run:
+        if params:
+            log_params(params)
+        yield run
+
+
+def log_params(params: Mapping[str, Any]) -> None:
+    """Log (flattened) params to the active run, dropping credential-like keys."""
+    mlflow = _mlflow()
+    flat = {k: v for k, v in flatten(params).items() if not _SECRET.search(k)}
+    # MLflow caps a param value at 6000 characters.
+    mlflow.log_params({safe_key(k): str(v)[:6000] for k, v in flat.items()})
+
+
+def log_metrics(metrics: Mapping[str, Any], *, step: int | None = None, prefix: str = "") -> None:
+    """Log numeric (flattened) metrics with MLflow-safe keys; non-numbers are skipped."""
+    mlflow = _mlflow()
+    flat = flatten(metrics, prefix)
+    numeric = {
+        safe_key(k): float(v)
+        for k, v in flat.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    if numeric:
+        mlflow.log_metrics(numeric, step=step)
+
+
+def log_artifact(path: str | Path, artifact_path: str | None = None) -> None:
+    """Log a file or folder as an artifact of the active run."""
+    mlflow = _mlflow()
+    path = Path(path)
+    if path.is_dir():
+        mlflow.log_artifacts(str(path), artifact_path=artifact_path)
+    else:
+        mlflow.log_artifact(str(path), artifact_path=artifact_path)
+
+
+def log_figure(figure: Any, artifact_file: str) -> None:
+    """Log a matplotlib figure to the active run."""
+    _mlflow().log_figure(figure, artifact_file)
+
+
+def set_tags(tags: Mapping[str, Any]) -> None:
+    """Set tags on the active run."""
+    _mlflow().set_tags({k: str(v) for k, v in tags.items()})
+
+
+def register_model(
+    model_uri: str, name: str, *, alias: str | None = None, tags: Mapping[str, str] | None = None
+) -> int:
+    """Register ``model_uri`` under ``name``; optionally point ``alias`` at the new version.
+
+    Returns:
+        The new model version number.
+    """
+    mlflow = _mlflow()
+    version = mlflow.register_model(model_uri, name, tags=dict(tags or {}))
+    if alias:
+        mlflow.MlflowClient().set_registered_model_alias(name, alias, version.version)
+    return int(version.version)
+
+
+def get_model_version_by_alias(name: str, alias: str) -> Any:
+    """Return the registered model version that ``alias`` points to."""
+    return _mlflow().MlflowClient().get_model_version_by_alias(name, alias)
+
+
+def active_run_id() -> str | None:
+    """The id of the active run, or None."""
+    run = _mlflow().active_run()
+    return run.info.run_id if run else None
+
+
+def log_pyfunc_model(python_model: Any, name: str, *, artifacts: Mapping[str, str] | None = None,
+                     input_example: Any = None) -> str:
+    """Log a ``mlflow.pyfunc.PythonModel`` to the active run; returns its model URI."""
+    mlflow = _mlflow()
+    info = mlflow.pyfunc.log_model(
+        name=name, python_model=python_model, artifacts=dict(artifacts or {}),
+        input_example=input_example,
+    )
+    return info.model_uri
+
+
+def search_runs(experiment: str, filter_string: str = "") -> Any:
+    """Return a DataFrame of runs of ``experiment`` (empty when it does not exist)."""
+    mlflow = _mlflow()
+    exp = mlflow.get_experiment_by_name(experiment)
+    if exp is None:
+        import pandas as pd
+
+        return pd.DataFrame()
+    return mlflow.search_runs([exp.experiment_id], filter_string=filter_string)

@@ -1,0 +1,78 @@
+"""Atomic, resumable file writes and small JSON helpers.
+
+Every result file is written to a temporary name in the same folder and renamed into
+place, so a crash never leaves a half-written result that a rerun would mistake for
+finished work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+
+    The temporary file keeps ``path``'s suffix so that writers which infer the format
+    from the suffix (numpy, pandas, torch) still work.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"object of type {type(obj).__name__} is not JSON serialisable")
+
+
+def write_json(path: str | Path, data: Any, *, indent: int = 2) -> Path:
+    """Atomically write ``data`` as JSON (numpy scalars and paths allowed). Returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=indent, default=_json_default, sort_keys=False) + "\n")
+    return Path(path)
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file.
+
+    Raises:
+        FileNotFoundError: naming the path when it does not exist.
+        ValueError: naming the path, line and column when it is not valid JSON.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
+
+
+def write_bytes_atomic(path: str | Path, writer: Callable[[BinaryIO], None]) -> Path:
+    """Atomically write a binary file through ``writer(fileobj)``. Returns the path."""
+    with atomic_path(path) as tmp, tmp.open("wb") as fh:
+        writer(fh)
+    return Path(path)
