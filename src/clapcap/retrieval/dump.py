@@ -1,0 +1,144 @@
+"""Embedding dumps: the ``.npz`` contract between encoders and retrieval/captioning.
+
+A dump holds
+
+- ``audio_embeds``: float32 (N_clips, D)
+- ``text_embeds``: float32 (N_captions, D)
+- ``caption_clip_index``: int64 (N_captions,), the row of ``audio_embeds`` each caption describes
+- ``clip_ids``: str (N_clips,) and ``captions``: str (N_captions,)
+- ``meta``: a JSON string (checkpoint, pipeline, dataset, split, preprocessing, ...)
+
+Optional extra arrays (for example ``audio_frames`` for frame-level encoders) are kept in
+``extras``. Embeddings are stored as produced; similarity is the dot product of
+L2-normalised embeddings (:func:`normalize`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.utils.io import atomic_path
+
+REQUIRED = ("audio_embeds", "text_embeds", "caption_clip_index", "clip_ids", "captions", "meta")
+
+
+class DumpError(ValueError):
+    """An embedding dump is malformed; the message names the file and the problem."""
+
+
+@dataclass
+class EmbeddingDump:
+    """In-memory embedding dump (see module docstring for shapes)."""
+
+    audio_embeds: np.ndarray
+    text_embeds: np.ndarray
+    caption_clip_index: np.ndarray
+    clip_ids: list[str]
+    captions: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_clips(self) -> int:
+        return int(self.audio_embeds.shape[0])
+
+    @property
+    def n_captions(self) -> int:
+        return int(self.text_embeds.shape[0])
+
+    def validate(self, origin: str = "<dump>", *, require_every_clip_captioned: bool = True) -> None:
+        """Check shapes, dtypes, index range and finiteness.
+
+        Raises:
+            DumpError: naming ``origin`` and the first problem found.
+        """
+        a, t, idx = self.audio_embeds, self.text_embeds, self.caption_clip_index
+        if a.ndim != 2 or t.ndim != 2:
+            raise DumpError(f"{origin}: audio_embeds and text_embeds must be 2-D, found {a.shape} and {t.shape}")
+        if a.shape[0] == 0 or t.shape[0] == 0:
+            raise DumpError(f"{origin}: empty dump ({a.shape[0]} clips, {t.shape[0]} captions)")
+        if a.shape[1] != t.shape[1]:
+            raise DumpError(f"{origin}: embedding dims differ: audio {a.shape[1]} vs text {t.shape[1]}")
+        if idx.shape != (t.shape[0],):
+            raise DumpError(f"{origin}: caption_clip_index has shape {idx.shape}, expected ({t.shape[0]},)")
+        if len(self.clip_ids) != a.shape[0] or len(self.captions) != t.shape[0]:
+            raise DumpError(f"{origin}: {len(self.clip_ids)} clip_ids for {a.shape[0]} clips or "
+                            f"{len(self.captions)} captions for {t.shape[0]} text embeddings")
+        if len(set(self.clip_ids)) != len(self.clip_ids):
+            raise DumpError(f"{origin}: clip_ids are not unique")
+        bad = np.flatnonzero((idx < 0) | (idx >= a.shape[0]))
+        if bad.size:
+            raise DumpError(f"{origin}: caption {int(bad[0])} points to clip row {int(idx[bad[0]])}, "
+                            f"outside 0..{a.shape[0] - 1}")
+        for name, arr in (("audio_embeds", a), ("text_embeds", t)):
+            rows = np.flatnonzero(~np.isfinite(arr).all(axis=1))
+            if rows.size:
+                raise DumpError(f"{origin}: {name} row {int(rows[0])} has NaN or infinite values "
+                                f"({rows.size} such rows)")
+        if require_every_clip_captioned:
+            missing = np.setdiff1d(np.arange(a.shape[0]), idx)
+            if missing.size:
+                raise DumpError(f"{origin}: clip {self.clip_ids[int(missing[0])]!r} (row {int(missing[0])}) "
+                                f"has no caption ({missing.size} such clips)")
+
+
+def normalize(x: np.ndarray) -> np.ndarray:
+    """L2-normalise rows in float64 (zero rows stay zero)."""
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+def save_dump(dump: EmbeddingDump, path: str | Path) -> Path:
+    """Validate and atomically write ``dump`` to ``path`` (``.npz``). Returns the path."""
+    dump.validate(str(path), require_every_clip_captioned=False)
+    arrays = {
+        "audio_embeds": np.asarray(dump.audio_embeds, dtype=np.float32),
+        "text_embeds": np.asarray(dump.text_embeds, dtype=np.float32),
+        "caption_clip_index": np.asarray(dump.caption_clip_index, dtype=np.int64),
+        "clip_ids": np.asarray(dump.clip_ids, dtype=str),
+        "captions": np.asarray(dump.captions, dtype=str),
+        "meta": np.asarray(json.dumps(dump.meta, sort_keys=True)),
+        **dump.extras,
+    }
+    with atomic_path(path) as tmp:
+        np.savez(tmp, **arrays)
+    return Path(path)
+
+
+def load_dump(path: str | Path, *, validate: bool = True) -> EmbeddingDump:
+    """Read a dump written by :func:`save_dump` (or any npz with the same keys).
+
+    Raises:
+        FileNotFoundError: when ``path`` does not exist.
+        DumpError: when a key is missing or the arrays are inconsistent.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: dump not found")
+    with np.load(path, allow_pickle=False) as data:
+        missing = [k for k in REQUIRED if k not in data.files]
+        if missing:
+            raise DumpError(f"{path}: missing key(s) {missing}; expected {list(REQUIRED)}")
+        meta_raw = str(data["meta"])
+        try:
+            meta = json.loads(meta_raw) if meta_raw else {}
+        except json.JSONDecodeError as err:
+            raise DumpError(f"{path}: meta is not a JSON string: {err}") from err
+        dump = EmbeddingDump(
+            audio_embeds=np.asarray(data["audio_embeds"]),
+            text_embeds=np.asarray(data["text_embeds"]),
+            caption_clip_index=np.asarray(data["caption_clip_index"]).astype(np.int64),
+            clip_ids=[str(x) for x in data["clip_ids"]],
+            captions=[str(x) for x in data["captions"]],
+            meta=meta,
+            extras={k: np.asarray(data[k]) for k in data.files if k not in REQUIRED},
+        )
+    if validate:
+        dump.validate(str(path), require_every_clip_captioned=False)
+    return dump
