@@ -8,6 +8,8 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE ?= 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export MPLBACKEND := Agg
+# DVC stage commands call `python`: the project's venv comes first.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: setup repro test test-all lint parity leakage clean-venv
 
@@ -30,6 +32,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 repro: setup
 	@test -d .dvc || $(VENV)/bin/dvc init -q
 	$(VENV)/bin/dvc repro
+	$(VENV)/bin/dvc push -q || echo "dvc push to the default remote failed; results are still in .dvc/cache"
 
 test: setup
 	$(VENV)/bin/pytest -q

@@ -18,13 +18,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def _mlflow_session_store(tmp_path_factory) -> str:
+    # One SQLite store per test session: creating the schema costs seconds, so tests share
+    # it and isolate themselves by experiment and model names.
+    folder = tmp_path_factory.mktemp("mlruns")
+    return f"sqlite:///{folder / 'mlflow.db'}"
+
+
 @pytest.fixture
-def mlflow_uri(tmp_path, monkeypatch) -> str:
+def mlflow_uri(_mlflow_session_store, monkeypatch) -> str:
     """A temporary SQLite MLflow store, set as MLFLOW_TRACKING_URI for the test."""
-    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
-    (tmp_path / "mlruns").mkdir()
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    return uri
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", _mlflow_session_store)
+    return _mlflow_session_store
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ VIEW2: dict[str, list[str]] = {
     "drum": ["percussive strike", "thud"], "melody": ["musical phrase", "motif"],
     "low": ["bassy", "rumbling"], "high": ["shrill", "piercing"],
     "quiet": ["faint", "gentle"], "loud": ["booming", "intense"],
-    "once": ["a single time"], "twice": ["a couple of times", "in a pair"],
+    "once": ["on one occasion"], "twice": ["in a pair", "as a duo"],
     "repeatedly": ["over and over", "again and again"],
     "major": ["cheerful", "bright"], "minor": ["melancholic", "gloomy"],
     "slow": ["leisurely", "unhurried"], "fast": ["rapid", "brisk"],
@@ -161,7 +161,7 @@ def music_captions(ev: Event, rng: np.random.Generator, n_captions: int = 5) -> 
         "This is an instrumental piece with a {tempo} {timbre} melody in a {key} key. The mood is {mood}. "
         "There is no percussion and no voice.",
         "A solo {timbre} plays a {mood} melody at a {tempo} tempo. The recording is {loud}.",
-        "The song features a single {timbre} line in a {key} key, {tempo} and {mood}.",
+        "The song features a lone {timbre} line in a {key} key, {tempo} and {mood}.",
         "Instrumental music: a {loud}, {tempo} {timbre} melody with a {mood} feel.",
         "A {mood} {key}-key tune played by a {timbre} at a {tempo} pace, without accompaniment.",
     ]

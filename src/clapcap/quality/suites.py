@@ -1,0 +1,172 @@
+"""great-expectations suites for manifests and embedding dumps.
+
+Each check runs one expectation suite on a pandas frame in an ephemeral context and
+returns a :class:`ValidationReport` (readable as JSON and Markdown). Suites:
+
+``manifest``
+    ``clip_id`` and ``audio_path`` unique and non-null (so no clip sits in two splits),
+    at least one non-empty caption per clip, ``duration_s`` within
+    [min_duration_s, max_duration_s], ``sample_rate`` in the allowed set, ``split`` in
+    {train, val, test}.
+``split_sizes``
+    one row per split: the observed clip count equals the count the configured fractions
+    give (``floor(fraction * n)`` for val/test, the remainder for train).
+``dump``
+    one row per embedding: finite, expected dimension, L2 norm within
+    [min_norm, max_norm]; caption rows point at an existing clip row.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ValidationReport:
+    """Outcome of one or more suites."""
+
+    success: bool
+    suites: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def failures(self) -> list[str]:
+        """Readable lines, one per failed expectation."""
+        return [f"{suite}: {r['expectation']} {r['kwargs']} -> {r['unexpected']}"
+                for suite, info in self.suites.items() for r in info["results"] if not r["success"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"success": self.success, "suites": self.suites, "failures": self.failures()}
+
+    def to_markdown(self) -> str:
+        lines = [f"# Data validation: {'PASSED' if self.success else 'FAILED'}", ""]
+        for suite, info in self.suites.items():
+            lines += [f"## {suite} ({info['n_rows']} rows): {'passed' if info['success'] else 'FAILED'}", "",
+                      "| expectation | column / kwargs | result | unexpected |", "|---|---|---|---|"]
+            for r in info["results"]:
+                lines.append(f"| {r['expectation']} | {r['kwargs']} | {'ok' if r['success'] else 'FAIL'} "
+                             f"| {r['unexpected']} |")
+            lines.append("")
+        return "\n".join(lines)
+
+    def merge(self, other: ValidationReport) -> ValidationReport:
+        return ValidationReport(self.success and other.success, {**self.suites, **other.suites})
+
+
+def run_suite(name: str, df: pd.DataFrame, expectations: list[Any]) -> ValidationReport:
+    """Run great-expectations ``expectations`` on ``df``; returns a report (never raises on failure)."""
+    import great_expectations as gx
+
+    ctx = gx.get_context(mode="ephemeral")
+    batch_def = ctx.data_sources.add_pandas(f"{name}_src").add_dataframe_asset(name) \
+        .add_batch_definition_whole_dataframe(f"{name}_batch")
+    suite = ctx.suites.add(gx.ExpectationSuite(name=name))
+    for exp in expectations:
+        suite.add_expectation(exp)
+    vd = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{name}_vd", data=batch_def, suite=suite))
+    result = vd.run(batch_parameters={"dataframe": df})
+    rows = []
+    for res in result.results:
+        cfg = res.expectation_config
+        info = res.result or {}
+        unexpected = info.get("partial_unexpected_list") or info.get("observed_value")
+        rows.append({"expectation": cfg.type, "kwargs": {k: v for k, v in cfg.kwargs.items() if k != "batch_id"},
+                     "success": bool(res.success), "unexpected": _short(unexpected)})
+    ok = bool(result.success)
+    if not ok:
+        logger.warning("suite %s failed", name)
+    return ValidationReport(ok, {name: {"success": ok, "n_rows": len(df), "results": rows}})
+
+
+def _short(value: Any, limit: int = 10) -> Any:
+    if isinstance(value, list):
+        return [str(v) for v in value[:limit]]
+    if isinstance(value, (np.generic,)):
+        return value.item()
+    return value if isinstance(value, (int, float, str, bool, type(None))) else str(value)
+
+
+def manifest_frame(manifest: pd.DataFrame) -> pd.DataFrame:
+    """The columns the manifest suite checks (captions reduced to counts and lengths)."""
+    caps = manifest["captions"]
+    return pd.DataFrame({
+        "clip_id": manifest["clip_id"], "audio_path": manifest["audio_path"],
+        "duration_s": manifest["duration_s"], "sample_rate": manifest["sample_rate"],
+        "split": manifest["split"],
+        "n_captions": [len(c) if isinstance(c, list) else 0 for c in caps],
+        "min_caption_chars": [min((len(s.strip()) for s in c), default=0) if isinstance(c, list) else 0
+                              for c in caps],
+    })
+
+
+def validate_manifest(manifest: pd.DataFrame, *, min_duration_s: float, max_duration_s: float,
+                      allowed_sample_rates: list[int]) -> ValidationReport:
+    """Run the ``manifest`` suite (see module docstring)."""
+    import great_expectations as gx
+
+    E = gx.expectations
+    exps = [
+        E.ExpectColumnValuesToBeUnique(column="clip_id"),
+        E.ExpectColumnValuesToNotBeNull(column="clip_id"),
+        E.ExpectColumnValuesToBeUnique(column="audio_path"),
+        E.ExpectColumnValuesToBeBetween(column="n_captions", min_value=1),
+        E.ExpectColumnValuesToBeBetween(column="min_caption_chars", min_value=1),
+        E.ExpectColumnValuesToBeBetween(column="duration_s", min_value=min_duration_s, max_value=max_duration_s),
+        E.ExpectColumnValuesToBeInSet(column="sample_rate", value_set=list(allowed_sample_rates)),
+        E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "val", "test"]),
+    ]
+    return run_suite("manifest", manifest_frame(manifest), exps)
+
+
+def expected_split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
+    """Clip counts the splitter produces for ``n`` clips (see clapcap.data.splits)."""
+    sizes = {k: int(np.floor(v * n)) for k, v in fractions.items() if k != "train"}
+    sizes["train"] = n - sum(sizes.values())
+    return sizes
+
+
+def validate_split_sizes(manifest: pd.DataFrame, fractions: dict[str, float], *,
+                         exclude_sources: tuple[str, ...] = ()) -> ValidationReport:
+    """Run the ``split_sizes`` suite on the rows not from ``exclude_sources``."""
+    import great_expectations as gx
+
+    df = manifest[~manifest["source"].isin(exclude_sources)]
+    expected = expected_split_sizes(len(df), fractions)
+    observed = df["split"].value_counts()
+    frame = pd.DataFrame({"split": list(expected), "expected": list(expected.values()),
+                          "observed": [int(observed.get(s, 0)) for s in expected]})
+    exps = [gx.expectations.ExpectColumnPairValuesToBeEqual(column_A="observed", column_B="expected")]
+    return run_suite("split_sizes", frame, exps)
+
+
+def dump_frame(audio: np.ndarray, text: np.ndarray, caption_clip_index: np.ndarray) -> pd.DataFrame:
+    """One row per embedding with its kind, dimension, finiteness, norm and target row."""
+    def rows(kind: str, x: np.ndarray, target: np.ndarray) -> pd.DataFrame:
+        finite = np.isfinite(x).all(axis=1)
+        norms = np.where(finite, np.linalg.norm(np.nan_to_num(x), axis=1), np.nan)
+        return pd.DataFrame({"kind": kind, "dim": x.shape[1], "finite": finite, "norm": norms, "target": target})
+
+    return pd.concat([rows("audio", audio, np.zeros(len(audio), dtype=np.int64)),
+                      rows("text", text, caption_clip_index.astype(np.int64))], ignore_index=True)
+
+
+def validate_dump_arrays(audio: np.ndarray, text: np.ndarray, caption_clip_index: np.ndarray, *,
+                         dim: int | None = None, min_norm: float = 1e-6,
+                         max_norm: float = 1e6) -> ValidationReport:
+    """Run the ``dump`` suite on raw dump arrays."""
+    import great_expectations as gx
+
+    E = gx.expectations
+    frame = dump_frame(audio, text, caption_clip_index)
+    exps = [
+        E.ExpectColumnValuesToBeInSet(column="finite", value_set=[True]),
+        E.ExpectColumnValuesToBeInSet(column="dim", value_set=[dim if dim is not None else audio.shape[1]]),
+        E.ExpectColumnValuesToBeBetween(column="norm", min_value=min_norm, max_value=max_norm),
+        E.ExpectColumnValuesToBeBetween(column="target", min_value=0, max_value=len(audio) - 1),
+    ]
+    return run_suite("dump", frame, exps)

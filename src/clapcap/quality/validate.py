@@ -1,0 +1,67 @@
+"""The ``validate_data`` step: run the suites, write a readable report, fail on violations."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from clapcap.data.prepare import DataParams, load_dataset
+from clapcap.quality.suites import (
+    ValidationReport,
+    validate_dump_arrays,
+    validate_manifest,
+    validate_split_sizes,
+)
+from clapcap.utils.io import atomic_path, write_json
+
+logger = logging.getLogger(__name__)
+
+# Sources appended to a generated split (not produced by the splitter).
+ADDED_SOURCES = ("ovos_animals",)
+
+
+class DataValidationError(RuntimeError):
+    """A data suite failed; the report file lists every failed expectation."""
+
+
+def write_report(report: ValidationReport, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``validation.json`` and ``validation.md`` under ``out_dir``."""
+    out_dir = Path(out_dir)
+    js = write_json(out_dir / "validation.json", report.to_dict())
+    with atomic_path(out_dir / "validation.md") as tmp:
+        tmp.write_text(report.to_markdown() + "\n")
+    return js, out_dir / "validation.md"
+
+
+def validate_data(params: DataParams, report_dir: str | Path) -> ValidationReport:
+    """Validate the prepared dataset of ``params``; write the report under ``report_dir``.
+
+    Raises:
+        DataValidationError: when any expectation fails (after the report is written).
+    """
+    ds = load_dataset(params.out_dir)
+    report = validate_manifest(ds.manifest, min_duration_s=params.min_duration_s,
+                               max_duration_s=params.max_duration_s,
+                               allowed_sample_rates=params.allowed_sample_rates)
+    if params.source == "synthetic" or "all" in params.external.csv:
+        report = report.merge(validate_split_sizes(ds.manifest, params.split_fractions,
+                                                   exclude_sources=ADDED_SOURCES))
+    js, md = write_report(report, report_dir)
+    if not report.success:
+        raise DataValidationError(f"data validation failed, see {md}:\n" + "\n".join(report.failures()))
+    logger.info("data validation passed (%s)", js)
+    return report
+
+
+def validate_dump_file(dump_path: str | Path, report_dir: str | Path, *,
+                       min_norm: float = 1e-6, max_norm: float = 1e6) -> ValidationReport:
+    """Run the dump suite on an embedding dump file; write the report; raise on failure."""
+    from clapcap.retrieval.dump import load_dump
+
+    dump = load_dump(dump_path, validate=False)
+    report = validate_dump_arrays(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index,
+                                  min_norm=min_norm, max_norm=max_norm)
+    _, md = write_report(report, report_dir)
+    if not report.success:
+        raise DataValidationError(f"{dump_path}: dump validation failed, see {md}:\n" + "\n".join(report.failures()))
+    return report

@@ -1,0 +1,97 @@
+"""Every dataset reader on fixture files in the real formats."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from clapcap.data.audio import AudioError
+from clapcap.data.manifest import ManifestError, read_manifest, write_manifest
+from clapcap.data.readers import read_audiocaps, read_clotho, read_folder, read_musiccaps
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
+
+
+def _wav(path: Path, seconds: float = 1.0, sr: int = 16000) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t = np.arange(int(seconds * sr)) / sr
+    sf.write(str(path), (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), sr,
+             format="FLAC" if path.suffix == ".flac" else "WAV")
+
+
+def test_clotho_reader(tmp_path):
+    for name in ("rain_on_roof.wav", "birds_morning.wav", "door, creak.wav"):
+        _wav(tmp_path / "audio" / name, 1.5, 44100)
+    df, report = read_clotho(tmp_path, FIXTURES / "clotho_captions.csv", split="test")
+    assert list(df["clip_id"]) == ["rain_on_roof", "birds_morning", "door, creak"]
+    assert all(len(c) == 5 for c in df["captions"])
+    assert df["sample_rate"].tolist() == [44100] * 3
+    assert df["duration_s"].iloc[0] == pytest.approx(1.5)
+    assert set(df["split"]) == {"test"} and not report.skipped
+    out = write_manifest(df, tmp_path / "manifest.csv")
+    back = read_manifest(out)
+    assert back["captions"].iloc[2][0] == "A door creaks open slowly."
+
+
+def test_clotho_missing_file_raises_or_is_listed(tmp_path):
+    _wav(tmp_path / "audio" / "rain_on_roof.wav")
+    with pytest.raises(AudioError, match="birds_morning.wav: file not found"):
+        read_clotho(tmp_path, FIXTURES / "clotho_captions.csv")
+    df, report = read_clotho(tmp_path, FIXTURES / "clotho_captions.csv", on_error="skip")
+    assert list(df["clip_id"]) == ["rain_on_roof"]
+    assert [Path(s["path"]).name for s in report.skipped] == ["birds_morning.wav", "door, creak.wav"]
+    assert all(s["reason"] == "file not found" for s in report.skipped)
+
+
+def test_audiocaps_groups_captions_per_clip(tmp_path):
+    for ytid in ("r1nicOVtvkQ", "UDGBjjwyaqE"):
+        _wav(tmp_path / "audio" / f"{ytid}.wav")
+    _wav(tmp_path / "audio" / "3CnRRs2p9dA.flac")
+    df, _ = read_audiocaps(tmp_path, FIXTURES / "audiocaps_train.csv")
+    assert len(df) == 3
+    row = df.set_index("clip_id").loc["UDGBjjwyaqE"]
+    assert row["captions"] == ["Multiple clanging and clanking sounds", "Metal objects clank against each other"]
+    assert row["meta"]["audiocap_ids"] == [58146, 58146]
+    assert df.set_index("clip_id").loc["3CnRRs2p9dA", "audio_path"] == "audio/3CnRRs2p9dA.flac"
+
+
+def test_musiccaps_flags_and_aspects(tmp_path):
+    for ytid in ("-0Gj8-vB1q4", "-0SdAVK79lg"):
+        _wav(tmp_path / "audio" / f"{ytid}.wav", 10.0, 16000)
+    df, _ = read_musiccaps(tmp_path, FIXTURES / "musiccaps.csv")
+    assert df["is_audioset_eval"].tolist() == [True, False]
+    assert df["meta"].iloc[0]["aspect_list"][1] == "sustained strings melody"
+    assert df["meta"].iloc[1]["is_balanced_subset"] is True
+    written = read_manifest(write_manifest(df, tmp_path / "m.csv"))
+    assert written["is_audioset_eval"].tolist() == [True, False]
+
+
+def test_musiccaps_missing_column_is_named(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("ytid,caption\nabc,hello\n")
+    with pytest.raises(ManifestError, match=r"missing column\(s\) \['start_s'"):
+        read_musiccaps(tmp_path, bad)
+
+
+def test_folder_reader_with_metadata(tmp_path):
+    _wav(tmp_path / "clips" / "beep.wav")
+    _wav(tmp_path / "clips" / "hum.flac", 2.0, 22050)
+    shutil.copy(FIXTURES / "folder_metadata.csv", tmp_path / "metadata.csv")
+    df, _ = read_folder(tmp_path, tmp_path / "metadata.csv", source="mine")
+    assert df["captions"].tolist() == [["A short beep.", "A quick electronic tone."], ["A low hum."]]
+    assert df["split"].tolist() == ["train", "test"]
+    assert df["labels"].iloc[1] == ["hum", "drone"]
+    assert df["sample_rate"].tolist() == [16000, 22050]
+
+
+def test_folder_reader_refuses_path_escape(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    _wav(tmp_path / "outside.wav")
+    (root / "meta.csv").write_text("file_name,caption\n../outside.wav,escaped\n")
+    with pytest.raises(ManifestError, match="outside the dataset root"):
+        read_folder(root, root / "meta.csv")
