@@ -187,3 +187,38 @@ def search_runs(experiment: str, filter_string: str = "") -> Any:
 
         return pd.DataFrame()
     return mlflow.search_runs([exp.experiment_id], filter_string=filter_string)
+
+
+def log_loader_pyfunc_model(name: str, loader: str, *, artifacts: Mapping[str, str],
+                            input_example: Any = None) -> str:
+    """Log a pyfunc model to the active run whose implementation ``loader`` builds at load time.
+
+    ``loader`` is ``"package.module:function"``; it is called with the local artifact
+    paths (``{key: path}``) and returns an object with ``predict(model_input)``. The
+    model thus stores only the artifacts and the loader's name, not pickled weights.
+
+    Returns:
+        The logged model's URI.
+    """
+    import importlib
+
+    mlflow = _mlflow()
+
+    class LoaderModel(mlflow.pyfunc.PythonModel):
+        def __init__(self, loader_name: str) -> None:
+            self.loader_name = loader_name
+            self.impl = None
+
+        def load_context(self, context):  # noqa: ANN001 - MLflow's signature
+            module, func = self.loader_name.split(":")
+            self.impl = getattr(importlib.import_module(module), func)(dict(context.artifacts))
+
+        def predict(self, context, model_input, params=None):  # noqa: ANN001
+            return self.impl.predict(model_input)
+
+    return log_pyfunc_model(LoaderModel(loader), name, artifacts=artifacts, input_example=input_example)
+
+
+def load_pyfunc_model(model_uri: str) -> Any:
+    """Load a pyfunc model (for example ``models:/captioner@champion``)."""
+    return _mlflow().pyfunc.load_model(model_uri)
