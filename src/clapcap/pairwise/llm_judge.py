@@ -1,0 +1,237 @@
+"""LLM judges for the pairwise study, through an OpenAI-compatible chat API.
+
+Two kinds of pool:
+
+- ``audio``: the judge hears the clip (sent as an ``input_audio`` content part, base64)
+  and reads the two captions;
+- ``text``: the judge reads the reference caption and the two captions, no audio.
+
+Each judge (one model) sees every item once, captions in the order given by
+:func:`~clapcap.pairwise.store.shown_order` for ``(seed, model, item)``, and must answer
+``1`` or ``2``. The answer is de-randomised and stored in the :class:`VoteStore` like a
+human vote, with the pool's name. A malformed answer is asked again up to
+``max_answer_attempts`` times, then recorded as a failure (never as a vote). Transport
+errors (timeouts, HTTP 429 and 5xx) are retried by :class:`ChatClient` with exponential
+backoff. The API key comes from the environment or a ``.env`` file and is never logged
+or written anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from clapcap.pairwise.pairs import read_pairs
+from clapcap.pairwise.store import VoteStore, derandomize, shown_order
+from clapcap.utils.io import atomic_path
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_ANSWER = re.compile(r"(?<![\w.])([12])(?!\w|\.\d)")
+
+SYSTEM_PROMPT = ("You compare two captions of an audio clip. Answer with a single digit: "
+                 "1 if caption 1 is more accurate (less wrong), 2 if caption 2 is.")
+
+
+class ChatError(RuntimeError):
+    """A chat request failed for good (after retries, or with a non-retryable status)."""
+
+
+@dataclass
+class JudgeConfig:
+    """One judge pool: its models, its mode and the API it calls."""
+
+    pool: str
+    models: list[str]
+    mode: Literal["audio", "text"] = "text"
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    dotenv: str = ".env"
+    seed: int = 0
+    temperature: float = 0.0
+    max_tokens: int = 8
+    max_answer_attempts: int = 3
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    timeout_s: float = 60.0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+def load_api_key(env_var: str, dotenv: str | Path | None = ".env") -> str:
+    """The API key from ``$env_var``, else from a ``KEY=VALUE`` line of ``dotenv``.
+
+    Raises:
+        ValueError: naming the variable (never a value) when no key is found.
+    """
+    value = os.environ.get(env_var)
+    if value:
+        return value
+    if dotenv and Path(dotenv).is_file():
+        for line in Path(dotenv).read_text().splitlines():
+            key, sep, val = line.strip().removeprefix("export ").partition("=")
+            if sep and key.strip() == env_var and val.strip():
+                return val.strip().strip("'\"")
+    raise ValueError(f"no API key: set the environment variable {env_var} or put it in {dotenv}")
+
+
+class ChatClient:
+    """Minimal OpenAI-compatible ``/chat/completions`` client with retries and backoff."""
+
+    def __init__(self, base_url: str, *, api_key: str, timeout_s: float = 60.0,
+                 max_retries: int = 4, backoff_s: float = 1.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self._sleep = sleep
+
+    def __repr__(self) -> str:  # keeps the key out of any repr or log
+        return f"ChatClient(url={self.url!r})"
+
+    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.url, data=json.dumps(payload).encode(), method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"})
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+            return json.loads(response.read().decode())
+
+    def complete(self, model: str, messages: list[dict[str, Any]], **params: Any) -> str:
+        """Send one chat request; return the first choice's message text.
+
+        Raises:
+            ChatError: on a non-retryable HTTP status, or when every retry failed.
+        """
+        payload = {"model": model, "messages": messages, **params}
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                data = self._post(payload)
+                return str(data["choices"][0]["message"]["content"] or "")
+            except urllib.error.HTTPError as err:
+                last = f"HTTP {err.code}"
+                if err.code not in RETRY_STATUS:
+                    raise ChatError(f"{self.url}: model {model}: {last} (not retried)") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+                last = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
+            except (KeyError, IndexError, TypeError, json.JSONDecodeError):
+                last = "response is not a chat completion"
+            if attempt < self.max_retries:
+                delay = self.backoff_s * 2 ** attempt
+                logger.warning("%s: model %s: %s; retry %d/%d in %.1f s", self.url, model, last,
+                               attempt + 1, self.max_retries, delay)
+                self._sleep(delay)
+        raise ChatError(f"{self.url}: model {model}: {last} after {self.max_retries + 1} attempts")
+
+
+def parse_choice(text: str) -> str | None:
+    """The position a judge picked (``1`` or ``2``), or None when the answer is malformed.
+
+    Accepts answers such as ``2``, ``Caption 1.`` or ``Answer: 2``; an answer naming both
+    or neither is malformed.
+    """
+    found = set(_ANSWER.findall(text or ""))
+    return found.pop() if len(found) == 1 else None
+
+
+def build_messages(item: pd.Series, order: str, mode: str) -> list[dict[str, Any]]:
+    """Chat messages asking to compare the item's captions in ``order`` (``AB``/``BA``).
+
+    Raises:
+        FileNotFoundError: in audio mode when the item's audio file is missing.
+    """
+    first, second = (item["caption_a"], item["caption_b"]) if order == "AB" else (
+        item["caption_b"], item["caption_a"])
+    question = f"Caption 1: {first}\nCaption 2: {second}\n" \
+               "Which caption is more accurate (less wrong)? Answer 1 or 2."
+    if mode == "text":
+        content: Any = f"Reference description of the clip: {item['reference']}\n{question}"
+    else:
+        path = Path(item["audio_path"]) if item["audio_path"] else None
+        if path is None or not path.is_file():
+            raise FileNotFoundError(f"item {item['item_id']}: audio file {item['audio_path']!r} not found")
+        audio = base64.b64encode(path.read_bytes()).decode()
+        fmt = path.suffix.lstrip(".").lower() or "wav"
+        content = [{"type": "input_audio", "input_audio": {"data": audio, "format": fmt}},
+                   {"type": "text", "text": question}]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
+
+
+def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series) -> tuple[str | None, str, str]:
+    """Ask ``model`` about one item.
+
+    Returns:
+        ``(choice, order, error)``: the de-randomised choice (None on failure), the order
+        shown and the error text of a failure.
+    """
+    order = shown_order(cfg.seed, model, item["item_id"])
+    messages = build_messages(item, order, cfg.mode)
+    params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, **cfg.extra_body}
+    answer = ""
+    for _ in range(cfg.max_answer_attempts):
+        answer = client.complete(model, messages, **params)
+        position = parse_choice(answer)
+        if position is not None:
+            return derandomize(position, order), order, ""
+        logger.info("model %s item %s: malformed answer %r", model, item["item_id"], answer[:80])
+    return None, order, f"malformed answer after {cfg.max_answer_attempts} attempts: {answer[:200]!r}"
+
+
+def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str | Path | None = None,
+               client: ChatClient | None = None) -> dict[str, Any]:
+    """Judge every item of ``pairs`` with every model of ``cfg``; resume from ``db``.
+
+    Items a model already voted on are skipped; earlier failures are tried again.
+    When ``out`` is given, the pool's votes are written there as a ratings CSV.
+
+    Returns:
+        ``{"pool", "votes", "failures", "skipped"}`` counts for this run.
+
+    Raises:
+        ValueError: when no API key is found (and no client is given).
+    """
+    items = read_pairs(pairs)
+    store = VoteStore(db)
+    if client is None:
+        client = ChatClient(cfg.base_url, api_key=load_api_key(cfg.api_key_env, cfg.dotenv),
+                            timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
+                            backoff_s=cfg.backoff_s)
+    counts = {"pool": cfg.pool, "votes": 0, "failures": 0, "skipped": 0}
+    for model in cfg.models:
+        done = store.voted_items(model)
+        for _, item in items.iterrows():
+            if item["item_id"] in done:
+                counts["skipped"] += 1
+                continue
+            try:
+                choice, order, error = judge_item(client, cfg, model, item)
+            except (ChatError, FileNotFoundError) as err:
+                choice, order, error = None, "", str(err)
+            if choice is None:
+                store.record_failure(item_id=item["item_id"], rater=model, pool=cfg.pool,
+                                     pair_id=item["pair_id"], error=error)
+                counts["failures"] += 1
+                continue
+            store.record_vote(item_id=item["item_id"], rater=model, pool=cfg.pool,
+                              pair_id=item["pair_id"], choice=choice, shown_order=order)
+            counts["votes"] += 1
+    if out is not None:
+        votes = store.votes()
+        with atomic_path(out) as tmp:
+            votes[votes["pool"] == cfg.pool].to_csv(tmp, index=False)
+    logger.info("judge pool %s: %s", cfg.pool, counts)
+    return counts

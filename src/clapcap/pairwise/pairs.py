@@ -1,0 +1,160 @@
+"""Build the items of a pairwise study from predictions JSONs and a reference split.
+
+A *pairs file* (CSV) has one row per item with the columns ``item_id``, ``pair_id``,
+``clip_id``, ``system_a``, ``system_b``, ``caption_a``, ``caption_b``, ``reference``
+(the first reference caption of the clip, which text judges see) and ``audio_path``
+(may be empty when the split gives none; the rating page then shows no player).
+
+Every unordered pair of systems is compared on every clip that all systems captioned.
+The system order inside a pair is alphabetical, so ``pair_id`` does not depend on the
+order of the command-line arguments; the order *shown* to a rater is randomised later.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from clapcap.pairwise.ratings import RatingsError, make_pair_id
+from clapcap.utils.io import atomic_path, read_json
+
+logger = logging.getLogger(__name__)
+
+PAIR_COLUMNS = ("item_id", "pair_id", "clip_id", "system_a", "system_b", "caption_a",
+                "caption_b", "reference", "audio_path")
+REFERENCE_SYSTEM = "reference"
+
+
+def read_predictions(path: str | Path) -> dict[str, str]:
+    """Read a predictions JSON ``{clip_id: caption}``.
+
+    Raises:
+        FileNotFoundError: when the file is missing.
+        ValueError: when it is not a mapping of strings to non-empty strings.
+    """
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object {{clip_id: caption}}, found {type(data).__name__}")
+    for key, value in data.items():
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{path}: clip {key!r}: expected a non-empty caption string, "
+                             f"found {type(value).__name__} {value!r}")
+    return {str(k): v.strip() for k, v in data.items()}
+
+
+def read_reference(path: str | Path) -> pd.DataFrame:
+    """Read a split CSV (``clip_id``, ``caption``, optional ``audio_path``): one row per clip.
+
+    Several rows per clip are several references; the first is kept as the clip's reference.
+
+    Raises:
+        FileNotFoundError: when the file is missing.
+        ValueError: when a required column is missing.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: reference split not found")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in ("clip_id", "caption") if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected clip_id, "
+                         f"caption and optionally audio_path, found {', '.join(df.columns)}")
+    if "audio_path" not in df.columns:
+        df["audio_path"] = ""
+    root = path.parent
+    df["audio_path"] = [str((root / p).resolve()) if p and not Path(p).is_absolute() else p
+                        for p in df["audio_path"]]
+    return df.groupby("clip_id", sort=True).first()[["caption", "audio_path"]]
+
+
+def make_pairs(predictions: Mapping[str, Mapping[str, str]], reference: pd.DataFrame, *,
+               include_reference: bool = True, n_clips: int | None = None,
+               seed: int = 0) -> pd.DataFrame:
+    """Items comparing every pair of systems on the clips all of them captioned.
+
+    Args:
+        predictions: ``{system: {clip_id: caption}}`` (two or more systems, or one plus
+            ``include_reference``).
+        reference: the output of :func:`read_reference`.
+        include_reference: add the first reference caption as system ``reference``.
+        n_clips: keep a random sample of this many clips (seeded); all when None.
+
+    Returns:
+        The pairs DataFrame (columns :data:`PAIR_COLUMNS`).
+
+    Raises:
+        ValueError: with fewer than two systems, a reserved system name, or no common clip.
+    """
+    systems = dict(predictions)
+    if include_reference:
+        if REFERENCE_SYSTEM in systems:
+            raise ValueError(f"system name {REFERENCE_SYSTEM!r} is reserved for the reference captions")
+        systems[REFERENCE_SYSTEM] = dict(reference["caption"])
+    if len(systems) < 2:
+        raise ValueError(f"need at least two systems to compare, found {sorted(systems)}")
+    clips = set(reference.index)
+    for preds in systems.values():
+        clips &= set(preds)
+    if not clips:
+        raise ValueError(f"no clip is captioned by every system {sorted(systems)} and in the reference")
+    clips_sorted = sorted(clips)
+    if n_clips is not None and n_clips < len(clips_sorted):
+        clips_sorted = sorted(random.Random(seed).sample(clips_sorted, n_clips))
+    rows = []
+    for a, b in itertools.combinations(sorted(systems), 2):
+        pair_id = make_pair_id(a, b)
+        for clip in clips_sorted:
+            rows.append({"item_id": f"{clip}::{pair_id}", "pair_id": pair_id, "clip_id": clip,
+                         "system_a": a, "system_b": b, "caption_a": systems[a][clip],
+                         "caption_b": systems[b][clip], "reference": reference.loc[clip, "caption"],
+                         "audio_path": reference.loc[clip, "audio_path"]})
+    logger.info("made %d items: %d clips x %d system pairs", len(rows), len(clips_sorted),
+                len(rows) // len(clips_sorted))
+    return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
+
+
+def write_pairs(pairs: pd.DataFrame, path: str | Path) -> Path:
+    """Atomically write a pairs CSV. Returns the path."""
+    with atomic_path(path) as tmp:
+        pairs.to_csv(tmp, index=False)
+    return Path(path)
+
+
+def read_pairs(path: str | Path) -> pd.DataFrame:
+    """Read a pairs CSV written by :func:`write_pairs`.
+
+    Raises:
+        FileNotFoundError: when the file is missing.
+        RatingsError: on a missing column or a duplicated ``item_id``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: pairs file not found")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in PAIR_COLUMNS if c not in df.columns]
+    if missing:
+        raise RatingsError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(PAIR_COLUMNS)}")
+    dup = df.duplicated("item_id").to_numpy().nonzero()[0]
+    if dup.size:
+        raise RatingsError(f"{path}: row {int(dup[0]) + 2}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
+    return df
+
+
+def build_pairs_file(prediction_files: Mapping[str, str | Path], reference: str | Path,
+                     out: str | Path, *, include_reference: bool = True,
+                     n_clips: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """Read predictions and the reference split, make the pairs and write them to ``out``.
+
+    Returns:
+        The pairs DataFrame.
+    """
+    preds = {name: read_predictions(p) for name, p in prediction_files.items()}
+    pairs = make_pairs(preds, read_reference(reference), include_reference=include_reference,
+                       n_clips=n_clips, seed=seed)
+    write_pairs(pairs, out)
+    return pairs

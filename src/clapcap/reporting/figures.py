@@ -1,0 +1,116 @@
+"""Report figures (matplotlib, Agg backend). Each function returns a Figure; callers save it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (backend chosen first)
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+_OURS = "#d62728"
+_PROTOCOL_COLOURS = {"fine-tuned": "#1f77b4", "zero-shot": "#2ca02c", "unspecified": "#9e9e9e"}
+
+
+def bar_chart(rows: Sequence[Mapping[str, Any]], metric: str, title: str) -> Figure:
+    """Bars of ``metric`` per row with ``std`` error bars; leaky rows hatched and daggered."""
+    names = [r["name"] + ("†" if r.get("leaky") else "") for r in rows]
+    values = [r["metrics"].get(metric) for r in rows]
+    values = [math.nan if v is None else v for v in values]
+    errors = [(r.get("std") or {}).get(metric, 0.0) for r in rows]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(rows) + 2), 3.6))
+    yerr = errors if any(e for e in errors) else None  # no zero-height error caps
+    bars = ax.bar(range(len(rows)), values, yerr=yerr, capsize=3, color="#4c72b0")
+    for bar, row in zip(bars, rows, strict=True):
+        if row.get("leaky"):
+            bar.set_hatch("//")
+            bar.set_facecolor("#bbbbbb")
+    ax.set_xticks(range(len(rows)), names, rotation=30, ha="right")
+    ax.set_ylabel(metric)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def delta_chart(names: Sequence[str], deltas: Sequence[float], floors: Sequence[float | None],
+                metric: str, title: str) -> Figure:
+    """Bars of each variant's change from its baseline, with its ±2σ noise floor as a band."""
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(names) + 2), 3.6))
+    x = range(len(names))
+    ax.bar(x, deltas, color=["#55a868" if d >= 0 else "#c44e52" for d in deltas])
+    for i, floor in enumerate(floors):
+        if floor is not None:
+            ax.fill_between([i - 0.45, i + 0.45], -2 * floor, 2 * floor, color="#999999", alpha=0.35,
+                            linewidth=0, zorder=0)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(list(x), names, rotation=30, ha="right")
+    ax.set_ylabel(f"Δ {metric} vs baseline")
+    ax.set_title(f"{title}\n(grey band: ±2σ noise floor)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _search_axis(trials: Sequence[Mapping[str, Any]], param: str | None) -> str:
+    if param:
+        return param
+    names = [k for k, v in trials[0]["params"].items() if isinstance(v, (int, float))]
+    return "lr" if "lr" in names else (names[0] if names else "trial")
+
+
+def lr_search_plot(study: Mapping[str, Any], param: str | None = None) -> Figure:
+    """Objective value against the searched parameter (log x), the best trial starred."""
+    trials = [t for t in study["trials"] if t.get("value") is not None]
+    axis = _search_axis(study["trials"], param)
+    xs = [t["params"].get(axis, i) for i, t in enumerate(trials)]
+    ys = [t["value"] for t in trials]
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.scatter(xs, ys, color="#4c72b0", label="trials")
+    best = study.get("best_params", {}).get(axis)
+    if best is None and ys:
+        pick = min if study.get("direction", "maximize") == "minimize" else max
+        best = xs[ys.index(pick(ys))]
+    best_ys = [y for x, y in zip(xs, ys, strict=True) if x == best]
+    if best_ys:
+        ax.scatter([best], [best_ys[0]], marker="*", s=220, color=_OURS, label="selected", zorder=3)
+    if xs and all(isinstance(x, (int, float)) and x > 0 for x in xs) and axis != "trial":
+        ax.set_xscale("log")
+    ax.set_xlabel(axis)
+    ax.set_ylabel(study.get("metric", "objective"))
+    ax.set_title(f"LR search: {study['name']}")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def leaderboard_plot(board: pd.DataFrame, top: int = 30) -> Figure:
+    """Horizontal R@1 bars: published rows by protocol colour, ours in red (hatched if not
+    comparable). Shows the ``top`` published rows plus all of ours."""
+    keep = board[board["ours"] | (board.index < top)]
+    fig, ax = plt.subplots(figsize=(7, 0.24 * len(keep) + 1.2))
+    labels, colours, hatches = [], [], []
+    for _, row in keep.iterrows():
+        ours = bool(row["ours"])
+        labels.append(f"{row['model']} [clapcap]" + ("" if row["comparable"] else " ‡") if ours
+                      else f"{row['model']} [{row['protocol']}]")
+        colours.append(_OURS if ours else _PROTOCOL_COLOURS.get(row["protocol"], "#9e9e9e"))
+        hatches.append("//" if ours and not row["comparable"] else "")
+    y = range(len(keep))[::-1]
+    bars = ax.barh(list(y), keep["r1"].to_numpy(), color=colours)
+    for bar, hatch in zip(bars, hatches, strict=True):
+        bar.set_hatch(hatch)
+    ax.set_yticks(list(y), labels, fontsize=7)
+    ax.set_xlabel("text-to-audio R@1 (%)")
+    ax.set_title("AudioCaps text-to-audio leaderboard\n"
+                 "(red: clapcap; ‡ hatched: not AudioCaps, not comparable)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def close(fig: Figure) -> None:
+    """Release a figure's memory."""
+    plt.close(fig)

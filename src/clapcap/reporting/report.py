@@ -1,0 +1,318 @@
+"""``build_report``: Markdown + LaTeX tables and PNG figures from result JSON files.
+
+Sections (keys of ``inputs``; each value is a path or a list of paths, see
+:mod:`clapcap.reporting.inputs` for the schemas):
+
+- ``lm_ablation``: per-LM rows (``seeds`` or ``metrics`` + ``std``); std = noise floor;
+- ``arch_ablation``, ``decoding_ablation``: variants with ``group`` and one ``baseline``
+  per group; deltas are compared with the group's noise floor from ``lm_ablation``;
+- ``encoder_ablation``: encoder rows, one ``baseline``;
+- ``reference_comparison``: pipeline and reference captioners, leaky rows daggered;
+- ``lr_search``: Optuna result JSONs or PNG pointers;
+- ``retrieval``: our retrieval results (with ``dataset``), placed in the AudioCaps
+  text-to-audio leaderboard.
+
+A section without inputs, or whose input files do not exist yet, says "not run".
+Outputs in ``out_dir``: ``report.md``, ``report.tex``, ``report.json`` (what ran),
+``tables/<section>.md|.tex`` and ``figures/*.png``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clapcap.reporting import figures as figs
+from clapcap.reporting.inputs import load_lr_search, load_table_input
+from clapcap.reporting.leaderboard import load_leaderboard, our_row, place_in_leaderboard
+from clapcap.reporting.tables import (
+    Row,
+    Table,
+    metric_order,
+    rows_from_records,
+    to_latex,
+    to_markdown,
+)
+from clapcap.utils.io import atomic_path, write_json
+
+logger = logging.getLogger(__name__)
+
+SECTIONS: dict[str, str] = {
+    "lm_ablation": "Language-model ablation with noise floors",
+    "arch_ablation": "Architecture ablation",
+    "decoding_ablation": "Decoding ablation",
+    "encoder_ablation": "Audio-encoder ablation",
+    "reference_comparison": "Pipeline vs reference captioners",
+    "lr_search": "Learning-rate search",
+    "retrieval": "Retrieval in the AudioCaps text-to-audio leaderboard",
+}
+NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
+
+
+@dataclass
+class Section:
+    """What one section produced."""
+
+    text: str = ""
+    tables: dict[str, Table] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)  # name -> Figure
+    copied: dict[str, str] = field(default_factory=dict)   # name -> PNG made elsewhere
+
+
+def _primary(data: Mapping[str, Any], metrics: Sequence[str]) -> str:
+    return data.get("primary") or metrics[0]
+
+
+def _lm_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    rows = data["rows"]
+    metrics = metric_order(rows, data["metrics"])
+    table_rows = rows_from_records(rows)
+    for row, rec in zip(table_rows, rows, strict=True):
+        row.cells["seeds"] = str(rec.get("n_seeds", "–"))
+    table = Table(data["title"] or SECTIONS["lm_ablation"], table_rows, metrics,
+                  ["seeds"], set(data["lower_is_better"]),
+                  notes=["mean ± std over training seeds (split seed fixed); the std is each "
+                         "model's own noise floor and does not transfer across models."])
+    primary = _primary(data, metrics)
+    fig = figs.bar_chart(rows, primary, f"{primary} by language model (±1σ over seeds)")
+    return Section(tables={"lm_ablation": table}, figures={"lm_ablation": fig})
+
+
+def _noise_floors(ctx: Mapping[str, Any], metric: str) -> dict[str, float]:
+    lm = ctx.get("lm_ablation")
+    if not lm:
+        return {}
+    return {str(r.get("group") or r["name"]): r["std"][metric] for r in lm["rows"]
+            if metric in r.get("std", {}) and r.get("n_seeds", 2) > 1}
+
+
+def _ablation_section(key: str, data: dict[str, Any], ctx: dict[str, Any]) -> Section:
+    rows = data["rows"]
+    metrics = metric_order(rows, data["metrics"])
+    primary = _primary(data, metrics)
+    baselines = {str(r.get("group", "")): r for r in rows if r.get("baseline")}
+    floors = _noise_floors(ctx, primary)
+    names, deltas, floor_list = [], [], []
+    for r in rows:
+        base = baselines.get(str(r.get("group", "")))
+        r["role"] = "baseline" if r.get("baseline") else ""
+        if base is None or r is base or r["metrics"].get(primary) is None:
+            r["delta"], r["beyond"] = "", ""
+            continue
+        delta = r["metrics"][primary] - base["metrics"][primary]
+        floor = floors.get(str(r.get("group", "")))
+        r["delta"] = f"{delta:+.3f}"
+        r["beyond"] = "–" if floor is None else ("yes" if abs(delta) > NOISE_SIGMAS * floor else "no")
+        names.append(r["name"])
+        deltas.append(delta)
+        floor_list.append(floor)
+    cols = ["group", "role", "delta", "beyond"] if any(r.get("group") for r in rows) else [
+        "role", "delta", "beyond"]
+    table = Table(data["title"] or SECTIONS[key], rows_from_records(rows, cols), metrics, cols,
+                  set(data["lower_is_better"]),
+                  notes=[f"delta = {primary} minus the group's baseline; beyond = |delta| > "
+                         f"{NOISE_SIGMAS:g}σ of that model's seeds (– when no noise floor)."])
+    out = Section(tables={key: table})
+    if names:
+        out.figures[key] = figs.delta_chart(names, deltas, floor_list, primary, SECTIONS[key])
+    else:
+        out.figures[key] = figs.bar_chart(rows, primary, SECTIONS[key])
+    return out
+
+
+def _reference_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    rows = data["rows"]
+    for r in rows:
+        r["kind"] = r.get("kind") or ("pipeline" if r.get("pipeline") else "reference")
+    metrics = metric_order(rows, data["metrics"])
+    table = Table(data["title"] or SECTIONS["reference_comparison"], rows_from_records(rows, ["kind"]), metrics,
+                  ["kind"], set(data["lower_is_better"]),
+                  notes=["Bold: best non-leaked row per metric."])
+    primary = _primary(data, metrics)
+    fig = figs.bar_chart(rows, primary, f"{primary}: pipeline vs reference captioners")
+    return Section(tables={"reference_comparison": table}, figures={"reference_comparison": fig})
+
+
+def _lr_section(studies: list[dict[str, Any]], _ctx: dict[str, Any]) -> Section:
+    out = Section()
+    lines = []
+    for study in studies:
+        slug = "lr_search_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in study["name"])
+        if "png" in study:
+            out.copied[slug] = study["png"]
+            lines.append(f"- {study['name']}: figure from {study['png']}")
+            continue
+        out.figures[slug] = figs.lr_search_plot(study)
+        best = study.get("best_params") or {}
+        lines.append(f"- {study['name']}: {len(study['trials'])} trials, selected "
+                     f"{', '.join(f'{k}={v:g}' if isinstance(v, float) else f'{k}={v}' for k, v in best.items()) or '–'}")
+    out.text = "\n".join(lines) + "\n"
+    return out
+
+
+def _retrieval_section(data: dict[str, Any], ctx: dict[str, Any]) -> Section:
+    ours = [our_row(r["name"], r["metrics"], dataset=str(r.get("dataset", "unknown")),
+                    unit=str(r.get("unit", "fraction")), protocol=str(r.get("protocol", "unspecified")))
+            for r in data["rows"]]
+    board = place_in_leaderboard(load_leaderboard(ctx.get("leaderboard_path")), ours)
+    rows = []
+    for _, b in board.iterrows():
+        name = f"{b['model']} [clapcap]" + ("" if b["comparable"] else " ‡") if b["ours"] else b["model"]
+        note = b["note"] if b["ours"] else ("R@5/R@10/mAP@10 read from unlabelled columns (unverified)"
+                                            if not b["verified"] else "")
+        rows.append(Row(name=name, values={"R@1": b["r1"], "R@5": b["r5"], "R@10": b["r10"],
+                                           "mAP@10": b["map10"]},
+                        cells={"rank": str(b["rank"]), "protocol": b["protocol"],
+                               "settings": str(b["settings"]), "date": str(b["date"]), "note": note}))
+    notes = ["Published numbers in % from the leaderboard data file (each row keeps its source "
+             "and protocol); rank = published rows with higher R@1, plus one; [clapcap] marks "
+             "this project's results (a published model's own '(Ours)' is the source's label)."]
+    if not all(r["comparable"] for r in ours):
+        notes.append("‡ evaluated on our own corpus, not AudioCaps: not comparable with the "
+                     "published rows.")
+    table = Table(SECTIONS["retrieval"], rows, ["R@1", "R@5", "R@10", "mAP@10"],
+                  ["rank", "protocol", "settings", "date", "note"], digits=2, notes=notes, bold=False)
+    return Section(tables={"retrieval_leaderboard": table},
+                   figures={"retrieval_leaderboard": figs.leaderboard_plot(board)})
+
+
+def _load(key: str, paths: Sequence[str | Path]) -> Any:
+    return load_lr_search(paths) if key == "lr_search" else load_table_input(paths)
+
+
+def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
+    if key == "lm_ablation":
+        return _lm_section(data, ctx)
+    if key in ("arch_ablation", "decoding_ablation", "encoder_ablation"):
+        return _ablation_section(key, data, ctx)
+    if key == "reference_comparison":
+        return _reference_section(data, ctx)
+    if key == "lr_search":
+        return _lr_section(data, ctx)
+    return _retrieval_section(data, ctx)
+
+
+def _as_paths(value: Any) -> list[Path]:
+    if value is None:
+        return []
+    return [Path(value)] if isinstance(value, (str, Path)) else [Path(v) for v in value]
+
+
+def _write_section(key: str, section: Section, out_dir: Path, track: bool) -> tuple[str, str, list[str]]:
+    """Write a section's tables and figures; return its Markdown, LaTeX and file list."""
+    md, tex, files = [section.text] if section.text else [], [], []
+    for name, table in section.tables.items():
+        for suffix, text in ((".md", to_markdown(table)), (".tex", to_latex(table, f"tab:{name}"))):
+            path = out_dir / "tables" / f"{name}{suffix}"
+            with atomic_path(path) as tmp:
+                tmp.write_text(text)
+            files.append(str(path.relative_to(out_dir)))
+        md.append(to_markdown(table, heading=False))
+        tex.append(to_latex(table, f"tab:{name}"))
+    pngs = dict(section.copied)
+    for name, fig in section.figures.items():
+        path = out_dir / "figures" / f"{name}.png"
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120)
+        if track:
+            from clapcap import tracking
+
+            tracking.log_figure(fig, f"figures/{name}.png")
+        figs.close(fig)
+        pngs[name] = str(path)
+    for name, src in section.copied.items():
+        dest = out_dir / "figures" / f"{name}.png"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        pngs[name] = str(dest)
+    for name, path in pngs.items():
+        rel = str(Path(path).relative_to(out_dir))
+        files.append(rel)
+        md.append(f"![{name}]({rel})\n")
+        tex.append("\\begin{figure}[ht]\\centering\\includegraphics[width=0.9\\linewidth]"
+                   f"{{{rel}}}\\caption{{{SECTIONS[key]}}}\\end{{figure}}\n")
+    return "\n".join(md), "\n".join(tex), files
+
+
+def _collect(inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Load every section's inputs; returns (data by section, 'not run' reason by section)."""
+    unknown = sorted(set(inputs) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"unknown report section(s) {unknown}; expected some of {list(SECTIONS)}")
+    data, skipped = {}, {}
+    for key in SECTIONS:
+        paths = _as_paths(inputs.get(key))
+        present = [p for p in paths if p.is_file()]
+        if not present:
+            skipped[key] = "no input given" if not paths else f"input not found: {', '.join(map(str, paths))}"
+            continue
+        if len(present) < len(paths):
+            logger.warning("%s: missing inputs %s", key, [str(p) for p in paths if not p.is_file()])
+        data[key] = _load(key, present)
+    return data, skipped
+
+
+def build_report(inputs: Mapping[str, Any], out_dir: str | Path, *,
+                 leaderboard_path: str | Path | None = None, track: bool = False) -> dict[str, Any]:
+    """Build the report from whichever inputs exist.
+
+    Args:
+        inputs: ``{section: path | [paths]}`` (sections in :data:`SECTIONS`).
+        out_dir: output folder.
+        leaderboard_path: converted leaderboard CSV (the packaged one by default).
+        track: also log figures and tables to MLflow (a ``report`` run) via clapcap.tracking.
+
+    Returns:
+        The summary written to ``report.json``: ``{"sections": {key: {"status", "reason",
+        "inputs", "files"}}}``.
+
+    Raises:
+        ValueError: on an unknown section or an input that breaks its schema (naming the
+            file and row).
+        FileNotFoundError: when a referenced figure or the leaderboard file is missing.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data, skipped = _collect(inputs)
+    if track:
+        from clapcap import tracking
+
+        with tracking.stage_run("report", experiment="clapcap-report",
+                                params={k: ",".join(map(str, _as_paths(v))) for k, v in inputs.items()}):
+            summary = _render(data, skipped, out_dir, leaderboard_path, track=True)
+            tracking.log_artifact(out_dir / "tables", artifact_path="tables")
+            tracking.log_artifact(out_dir / "report.md")
+        return summary
+    return _render(data, skipped, out_dir, leaderboard_path, track=False)
+
+
+def _render(data: dict[str, Any], skipped: dict[str, str], out_dir: Path,
+            leaderboard_path: str | Path | None, *, track: bool) -> dict[str, Any]:
+    ctx: dict[str, Any] = {"leaderboard_path": leaderboard_path, **data}
+    md = ["# clapcap report", ""]
+    tex = ["% clapcap report tables and figures (generated; \\usepackage{booktabs,graphicx})", ""]
+    summary: dict[str, Any] = {"sections": {}}
+    for key, title in SECTIONS.items():
+        md.append(f"## {title}\n")
+        if key in skipped:
+            md.append(f"_Not run_ ({skipped[key]}).\n")
+            tex.append(f"% {title}: not run ({skipped[key]})\n")
+            summary["sections"][key] = {"status": "not run", "reason": skipped[key], "files": []}
+            continue
+        section = _build_section(key, data[key], ctx)
+        sec_md, sec_tex, files = _write_section(key, section, out_dir, track)
+        md.append(sec_md)
+        tex.append(f"% {title}\n{sec_tex}")
+        sources = data[key].get("sources") if isinstance(data[key], dict) else None
+        summary["sections"][key] = {"status": "ok", "inputs": sources, "files": files}
+    for name, text in (("report.md", "\n".join(md)), ("report.tex", "\n".join(tex))):
+        with atomic_path(out_dir / name) as tmp:
+            tmp.write_text(text)
+    write_json(out_dir / "report.json", summary)
+    ran = [k for k, v in summary["sections"].items() if v["status"] == "ok"]
+    logger.info("report in %s: ran %s; not run %s", out_dir, ran, sorted(skipped))
+    return summary

@@ -1,0 +1,97 @@
+"""The rating page in a real headless Chromium (Debian's /usr/bin/chromium via Playwright).
+
+This test fails (it does not skip) when Chromium is missing: CI must install it with
+``apt-get install -y chromium chromium-driver``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from clapcap.pairwise.server import make_server
+from clapcap.pairwise.store import shown_order
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _start(pairs: Path, db: Path):
+    server = make_server(pairs, db, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _stop(server) -> None:
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def browser():
+    assert CHROMIUM.is_file(), (
+        f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium "
+        "chromium-driver` (the browser test must not be skipped)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        # Playwright's launch() already gives Chromium a fresh temporary profile
+        # (it refuses an explicit --user-data-dir).
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_vote_in_browser_lands_in_sqlite_and_survives_restart(study, tmp_path, browser):
+    db = tmp_path / "votes.sqlite"
+    server, base = _start(study["pairs"], db)
+    page = browser.new_page()
+    try:
+        page.goto(f"{base}/")
+        page.fill("#rater", "alice")
+        page.click("#start")
+        page.wait_for_selector("#caption-1")
+        assert page.inner_text("#progress") == "0 of 9 rated"
+        assert "more accurate" in page.inner_text("#question")
+        # The clip's audio player really loads the served file (0.5 s of audio).
+        duration = page.evaluate("""() => new Promise(res => {
+            const a = document.getElementById('player'); a.preload = 'auto';
+            a.onloadedmetadata = () => res(a.duration); a.onerror = () => res(-1); a.load(); })""")
+        assert duration == pytest.approx(0.5, abs=0.05)
+        item_id = page.get_attribute("input[name=item_id]", "value")
+        first_caption = page.inner_text("#caption-1")
+        page.click("#choose-1")
+        page.wait_for_function("document.getElementById('progress')?.innerText === '1 of 9 rated'")
+    finally:
+        _stop(server)
+
+    # The vote is committed in SQLite, de-randomised with the order shown.
+    order = shown_order(0, "alice", item_id)
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT item_id, rater, pool, choice, shown_order, shown_choice "
+                            "FROM votes").fetchall()
+    assert rows == [(item_id, "alice", "human", order[0], order, "1")]
+    caption_key = "caption_a" if order[0] == "A" else "caption_b"
+    import pandas as pd
+
+    pairs = pd.read_csv(study["pairs"], dtype=str, keep_default_na=False).set_index("item_id")
+    assert pairs.loc[item_id, caption_key] in first_caption
+
+    # A fresh server on the same database keeps the vote and resumes the session.
+    server, base = _start(study["pairs"], db)
+    try:
+        page.goto(f"{base}/rate?rater=alice")
+        assert page.inner_text("#progress") == "1 of 9 rated"
+        assert page.get_attribute("input[name=item_id]", "value") != item_id
+        page.click("#choose-2")
+        page.wait_for_function("document.getElementById('progress')?.innerText === '2 of 9 rated'")
+    finally:
+        _stop(server)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM votes WHERE rater = 'alice'").fetchone()[0] == 2

@@ -1,0 +1,118 @@
+"""build_report from fixture JSONs: sections, marking rules, missing inputs, MLflow logging."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clapcap.cli import main
+from clapcap.reporting.report import SECTIONS, build_report
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _inputs(tmp_path: Path) -> dict:
+    inputs = {key: FIXTURES / f"{key}.json" for key in SECTIONS}
+    # An LR-search figure made elsewhere (a PNG pointer) next to an Optuna result JSON.
+    png_src = tmp_path / "made_elsewhere.png"
+    import matplotlib.pyplot as plt
+
+    fig, _ = plt.subplots()
+    fig.savefig(png_src)
+    plt.close(fig)
+    pointer = tmp_path / "lr_png.json"
+    pointer.write_text(json.dumps({"name": "encoder sweep", "png": "made_elsewhere.png"}))
+    inputs["lr_search"] = [FIXTURES / "lr_search.json", pointer]
+    return inputs
+
+
+def test_full_report_from_fixtures(tmp_path):
+    out = tmp_path / "report"
+    summary = build_report(_inputs(tmp_path), out)
+    assert all(s["status"] == "ok" for s in summary["sections"].values())
+    md = (out / "report.md").read_text()
+    tex = (out / "report.tex").read_text()
+    # Reference comparison: leaky row daggered and never bold; best clean row bold.
+    ref_md = (out / "tables" / "reference_comparison.md").read_text()
+    assert "| captioner_leaky† | reference | 0.900 | 0.400 |" in ref_md
+    assert "| gpt2-best | pipeline | **0.410** | 0.200 |" in ref_md
+    assert "| t5-best | pipeline | 0.330 | **0.220** |" in ref_md
+    assert r"captioner\_leaky$^\dagger$ & reference & 0.900 & 0.400" in tex
+    # LM ablation: mean ± sample std over seeds, seed count shown.
+    lm_md = (out / "tables" / "lm_ablation.md").read_text()
+    assert "| gpt2 | 3 | **0.410 ± 0.010** |" in lm_md and "| t5 | 3 | 0.330 ± 0.030 |" in lm_md
+    # Arch ablation: deltas judged against each model's own noise floor (2 sigma).
+    arch_md = (out / "tables" / "arch_ablation.md").read_text()
+    assert "| gpt2 prefix 4 | gpt2 |  | -0.060 | yes |" in arch_md   # 0.06 > 2 * 0.01
+    assert "| gpt2 prefix 16 | gpt2 |  | +0.005 | no |" in arch_md
+    assert "| t5 dropout 0.5 | t5 |  | +0.030 | no |" in arch_md     # 0.03 < 2 * 0.03
+    # Retrieval in the leaderboard: our synthetic-corpus row is marked not comparable.
+    lb_md = (out / "tables" / "retrieval_leaderboard.md").read_text()
+    assert "| tiny-clap [clapcap] ‡ |" in lb_md and "| fixture-audiocaps [clapcap] | 12 |" in lb_md
+    assert "| LAION-CLAP | 17 | unspecified | Modality=t2a | 2026.04 |" in lb_md
+    assert "evaluated on synthetic, not AudioCaps: not comparable" in lb_md
+    assert "| 23.00 | 60.00 | 95.00 | 40.00 |" in lb_md
+    assert "**" not in lb_md
+    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert figures == sorted(["lm_ablation.png", "arch_ablation.png", "decoding_ablation.png",
+                              "encoder_ablation.png", "reference_comparison.png",
+                              "lr_search_gpt2_stage_1.png", "lr_search_t5_stage_1.png",
+                              "lr_search_encoder_sweep.png", "retrieval_leaderboard.png"])
+    assert all((out / "figures" / f).stat().st_size > 1000 for f in figures)
+    assert "![lm_ablation](figures/lm_ablation.png)" in md and "_Not run_" not in md
+    assert "lr=0.001" in md
+    assert json.loads((out / "report.json").read_text()) == summary
+
+
+def test_missing_inputs_say_not_run(tmp_path):
+    out = tmp_path / "r"
+    summary = build_report({"reference_comparison": FIXTURES / "reference_comparison.json",
+                            "lm_ablation": tmp_path / "not_yet.json"}, out)
+    sections = summary["sections"]
+    assert sections["reference_comparison"]["status"] == "ok"
+    assert sections["lm_ablation"] == {"status": "not run", "files": [],
+                                       "reason": f"input not found: {tmp_path / 'not_yet.json'}"}
+    assert sections["retrieval"]["reason"] == "no input given"
+    md = (out / "report.md").read_text()
+    assert md.count("_Not run_") == len(SECTIONS) - 1
+    assert "% Retrieval in the AudioCaps text-to-audio leaderboard: not run" in (out / "report.tex").read_text()
+
+
+def test_schema_errors_name_file_and_row(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rows": [{"name": "a", "metrics": {"CIDEr": 1}}, {"name": "b", "metrics": {"CIDEr": "x"}}]}))
+    with pytest.raises(ValueError, match=r"bad.json: rows\[1\]: metrics\['CIDEr'\] must be a finite number"):
+        build_report({"encoder_ablation": bad}, tmp_path / "r")
+    bad.write_text(json.dumps([{"name": "a", "leaky": "yes", "metrics": {}}]))
+    with pytest.raises(ValueError, match=r"rows\[0\]: 'leaky' must be true or false"):
+        build_report({"reference_comparison": bad}, tmp_path / "r")
+    with pytest.raises(ValueError, match="unknown report section"):
+        build_report({"captioning": bad}, tmp_path / "r")
+
+
+def test_cli_build(tmp_path):
+    out = tmp_path / "r"
+    rc = main(["report", "build", "--reference-comparison", str(FIXTURES / "reference_comparison.json"),
+               "--retrieval", str(FIXTURES / "retrieval.json"), "--out", str(out)])
+    assert rc == 0 and (out / "figures" / "retrieval_leaderboard.png").is_file()
+    assert "_Not run_" in (out / "report.md").read_text()
+
+
+def test_figures_logged_to_mlflow(tmp_path, mlflow_uri):
+    from clapcap import tracking
+
+    out = tmp_path / "r"
+    build_report({"reference_comparison": FIXTURES / "reference_comparison.json",
+                  "decoding_ablation": FIXTURES / "decoding_ablation.json"}, out, track=True)
+    runs = tracking.search_runs("clapcap-report")
+    assert len(runs) == 1 and runs.iloc[0]["status"] == "FINISHED"
+    import mlflow
+
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(runs.iloc[0]["run_id"], "figures")}
+    assert artifacts == {"figures/reference_comparison.png", "figures/decoding_ablation.png"}
+    tables = {a.path for a in mlflow.MlflowClient().list_artifacts(runs.iloc[0]["run_id"], "tables")}
+    assert "tables/reference_comparison.tex" in tables
+    shutil.rmtree(out)
