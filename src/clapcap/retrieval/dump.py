@@ -16,6 +16,7 @@ L2-normalised embeddings (:func:`normalize`).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,19 @@ def load_dump(path: str | Path, *, validate: bool = True) -> EmbeddingDump:
     if validate:
         dump.validate(str(path), require_every_clip_captioned=False)
     return dump
+
+
+def dump_labels(paths: list[str | Path] | tuple[str | Path, ...]) -> list[str]:
+    """Short unique labels of dump paths: the part after their common folder, ``/`` -> ``__``.
+
+    ``data/embeddings/tiny/synth/test.npz`` and ``data/embeddings/hf/synth/test.npz`` give
+    ``tiny__synth__test`` and ``hf__synth__test``; a single dump gives its stem.
+    """
+    resolved = [Path(p).resolve() for p in paths]
+    if not resolved:
+        return []
+    common = Path(os.path.commonpath([p.parent for p in resolved]))
+    labels = ["__".join(p.relative_to(common).with_suffix("").parts) for p in resolved]
+    if len(set(labels)) != len(labels):  # the same file listed twice
+        labels = [f"{label}__{i}" for i, label in enumerate(labels)]
+    return labels

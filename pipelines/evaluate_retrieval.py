@@ -1,0 +1,32 @@
+"""DVC stage `evaluate_retrieval`: metrics (with bootstrap intervals) of every dump in `retrieval`.
+
+Writes ``<out_dir>/<dump stem>.json`` per dump and logs each to MLflow when
+``retrieval.mlflow`` is true.
+"""
+
+import logging
+import sys
+
+from clapcap.config import load_section
+from clapcap.retrieval.config import RetrievalEvalParams
+from clapcap.retrieval.evaluate import evaluate_all
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    params = load_section(RetrievalEvalParams, "retrieval")
+    results = evaluate_all(params)
+    if params.mlflow:
+        from clapcap import tracking
+        from clapcap.config import to_dict
+        from clapcap.retrieval.mlflow_log import log_evaluation
+
+        for dump_path, result in results.items():
+            with tracking.stage_run("evaluate_retrieval", experiment="clapcap-retrieval",
+                                    params={**to_dict(params), "dump": dump_path}):
+                log_evaluation(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

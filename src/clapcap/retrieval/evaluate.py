@@ -1,0 +1,141 @@
+"""Step functions of retrieval evaluation: one call per CLI command, DVC stage or Prefect task.
+
+- :func:`evaluate_file`: a dump -> the metrics JSON (with bootstrap intervals under ``ci``);
+- :func:`compare_files`: two dumps of the same queries -> the paired bootstrap JSON;
+- :func:`evaluate_all`: the ``retrieval`` params section -> one metrics file per dump.
+
+The metric parity gate is :func:`clapcap.retrieval.parity.run_parity`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from clapcap.retrieval.bootstrap import (
+    DEFAULT_RESAMPLES,
+    bootstrap_ci,
+    check_same_queries,
+    paired_bootstrap,
+)
+from clapcap.retrieval.config import RetrievalEvalParams
+from clapcap.retrieval.dump import dump_labels, load_dump
+from clapcap.retrieval.metrics import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_KS,
+    aggregate,
+    metric_names,
+    per_query_dump,
+)
+from clapcap.utils.io import write_json
+
+logger = logging.getLogger(__name__)
+
+
+def _ordered(direction_metrics: dict[str, float], ks: Sequence[int]) -> dict[str, float]:
+    return {name: direction_metrics[name] for name in metric_names(ks)}
+
+
+def evaluate_file(dump_path: str | Path, out_path: str | Path | None = None, *,
+                  ks: Sequence[int] = DEFAULT_KS, laion_compatible: bool = False,
+                  bootstrap: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = 0.95,
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict:
+    """Evaluate one dump and (when ``out_path`` is given) write the metrics JSON atomically.
+
+    Returns:
+        ``{"t2a": {...metrics..., "ci": {metric: {"low", "high"}}}, "a2t": {...}, "n_clips",
+        "n_captions", "multi_positive"}``; ``ci`` only when ``bootstrap > 0``, and a
+        ``"laion_compatible": true`` key only when that convention was used.
+
+    Raises:
+        FileNotFoundError: when the dump does not exist.
+        DumpError: when the dump is invalid (shapes, NaN, empty, uncaptioned clip, ...).
+    """
+    dump = load_dump(dump_path)
+    pq = per_query_dump(dump, ks=ks, laion_compatible=laion_compatible,
+                        max_block_bytes=max_block_bytes, origin=str(dump_path))
+    agg = aggregate(pq)
+    result: dict = {d: _ordered(agg[d], ks) for d in ("t2a", "a2t")}
+    # Every clip has a caption (validated), so fewer distinct clips than captions means
+    # some clip has several.
+    n_distinct = np.unique(dump.caption_clip_index).size
+    result.update(n_clips=dump.n_clips, n_captions=dump.n_captions,
+                  multi_positive=bool(n_distinct < dump.n_captions))
+    if laion_compatible:
+        result["laion_compatible"] = True
+    if bootstrap > 0:
+        ci = bootstrap_ci(pq, n_resamples=bootstrap, seed=seed, confidence=confidence)
+        for direction in ("t2a", "a2t"):
+            result[direction]["ci"] = {m: ci[direction][m] for m in metric_names(ks)}
+    if out_path is not None:
+        write_json(out_path, result)
+    logger.info("%s: t2a mAP %.4f MRR %.4f | a2t mAP %.4f MRR %.4f", dump_path, result["t2a"]["map"],
+                result["t2a"]["mrr"], result["a2t"]["map"], result["a2t"]["mrr"])
+    return result
+
+
+def compare_files(a_path: str | Path, b_path: str | Path, out_path: str | Path | None = None, *,
+                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = 0.95,
+                  ks: Sequence[int] = DEFAULT_KS, laion_compatible: bool = False,
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict:
+    """Paired bootstrap comparison of two dumps of the same queries (A - B).
+
+    Returns:
+        ``{"a", "b", "n_resamples", "seed", "confidence", "t2a": {metric: {"a", "b",
+        "difference", "ci", "p_value"}}, "a2t": {...}}``.
+
+    Raises:
+        FileNotFoundError: for a missing dump.
+        DumpError: for an invalid dump or two dumps that do not hold the same queries.
+    """
+    dump_a, dump_b = load_dump(a_path), load_dump(b_path)
+    check_same_queries(dump_a, dump_b, str(a_path), str(b_path))
+    kwargs = dict(ks=ks, laion_compatible=laion_compatible, max_block_bytes=max_block_bytes)
+    pq_a = per_query_dump(dump_a, origin=str(a_path), **kwargs)
+    pq_b = per_query_dump(dump_b, origin=str(b_path), **kwargs)
+    test = paired_bootstrap(pq_a, pq_b, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    result = {"a": str(a_path), "b": str(b_path), "n_resamples": n_resamples, "seed": seed,
+              "confidence": confidence}
+    result.update({d: {m: test[d][m] for m in metric_names(ks)} for d in ("t2a", "a2t")})
+    if out_path is not None:
+        write_json(out_path, result)
+    return result
+
+
+def metrics_path(params: RetrievalEvalParams, dump_path: str | Path) -> Path:
+    """Where :func:`evaluate_all` writes the metrics of ``dump_path``.
+
+    ``<out_dir>/<label>.json`` with the label from :func:`dump_labels` over all dumps of
+    ``params`` (``tiny__synth__test.json`` for ``data/embeddings/tiny/synth/test.npz``).
+
+    Raises:
+        ValueError: when ``dump_path`` is not one of ``params.dumps``.
+    """
+    if str(dump_path) not in params.dumps:
+        raise ValueError(f"{dump_path} is not listed in retrieval.dumps")
+    labels = dict(zip(params.dumps, dump_labels(params.dumps), strict=True))
+    return Path(params.out_dir) / f"{labels[str(dump_path)]}.json"
+
+
+def evaluate_all(params: RetrievalEvalParams) -> dict[str, dict]:
+    """Evaluate every dump of the ``retrieval`` section.
+
+    Returns:
+        ``{dump path: metrics}``; each is also written to :func:`metrics_path`.
+
+    Raises:
+        ValueError: when ``params.dumps`` is empty; plus the errors of :func:`evaluate_file`.
+    """
+    if not params.dumps:
+        raise ValueError("retrieval.dumps is empty: list the embedding dumps to evaluate")
+    out = {}
+    for dump_path in params.dumps:
+        out[dump_path] = evaluate_file(
+            dump_path, metrics_path(params, dump_path), ks=params.ks,
+            laion_compatible=params.laion_compatible, bootstrap=params.bootstrap_resamples,
+            seed=params.seed, confidence=params.confidence,
+            max_block_bytes=params.max_block_mb * 2**20)
+    return out

@@ -1,0 +1,319 @@
+"""Vectorised text-to-audio (t2a) and audio-to-text (a2t) retrieval metrics.
+
+Definitions (docs/retrieval_metrics.md has the long form and worked examples):
+
+- ``sim`` is (n_captions, n_clips): the dot product of L2-normalised embeddings.
+  :func:`evaluate_dump` computes it in float64 and rounds it to float32, the precision the
+  embeddings are stored in; two scores are tied when these float32 values are equal.
+- t2a: a query is a caption (a row of ``sim``); its single positive is the clip
+  ``caption_clip_index[q]``. a2t: a query is a clip (a column of ``sim``); its positives are
+  all captions ``q`` with ``caption_clip_index[q] == clip``.
+- Ranks are 1-based and **pessimistic**: a positive ranks below every non-positive with an
+  equal score. Tied positives take consecutive positions (which one comes first does not
+  change any metric). A constant encoder therefore ranks every positive last.
+- ``r@k``: fraction of queries whose best-ranked positive has rank <= k
+  (ranx ``hit_rate@k``, trec_eval ``success_k``).
+- ``map``: mean over queries of AP = (1/|P|) * sum over positives p of precision at rank(p),
+  on the full ranking (trec_eval ``map``, ranx ``map``).
+- ``map@10``: the same sum restricted to positives with rank <= 10, still divided by |P|
+  (trec_eval ``map_cut_10``, ranx ``map@10``).
+- ``mrr``: mean of 1 / rank of the best positive (trec_eval ``recip_rank``, ranx ``mrr``).
+- ``median_rank``: ``numpy.median`` of the best positive's rank (the mean of the two middle
+  values for an even number of queries).
+
+``laion_compatible=True`` replaces only a2t ``map@10`` by LAION-CLAP's formula
+(``laion_clap/training/train.py``, ``evaluate_clotho_audiocaps``): the positives' ranks are
+taken in caption order (not sorted), those <= 10 are kept, and sum_j j / rank_j over them is
+divided by |P| (LAION hard-codes 5, Clotho's caption count). A clip can score above 1.
+
+Memory is bounded: similarities are computed or sliced in blocks of at most
+``max_block_bytes``; peak memory is the float64 embeddings plus one block (about
+665 MiB for 10k clips x 50k captions x 512-d with the default 256 MiB block).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from clapcap.retrieval.dump import DumpError, EmbeddingDump, normalize
+
+logger = logging.getLogger(__name__)
+
+DIRECTIONS = ("t2a", "a2t")
+DEFAULT_KS = (1, 5, 10)
+AP_CUTOFF = 10
+DEFAULT_BLOCK_BYTES = 256 * 2**20
+
+# direction -> per-query metric name -> (n_queries,) float64 values
+PerQuery = dict[str, dict[str, np.ndarray]]
+BlockFn = Callable[[int, int], np.ndarray]
+
+
+def metric_names(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
+    """Names of the aggregated metrics of one direction, in output order."""
+    return [f"r@{k}" for k in ks] + ["map", f"map@{AP_CUTOFF}", "mrr", "median_rank"]
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    out = tuple(ks)
+    if not out or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in out):
+        raise ValueError(f"ks: expected positive integers, found {list(out)!r}")
+    return tuple(int(k) for k in out)
+
+
+def check_similarity_inputs(sim: np.ndarray, caption_clip_index: np.ndarray,
+                            origin: str = "<similarity>") -> np.ndarray:
+    """Validate a similarity matrix and its caption -> clip index.
+
+    Returns:
+        ``caption_clip_index`` as int64.
+
+    Raises:
+        DumpError: on a non-2-D or empty ``sim``, a length mismatch, an index outside
+            ``0..n_clips-1``, a clip without caption, or a NaN/infinite score.
+    """
+    sim = np.asarray(sim)
+    idx = np.asarray(caption_clip_index)
+    if sim.ndim != 2 or sim.shape[0] == 0 or sim.shape[1] == 0:
+        raise DumpError(f"{origin}: expected a non-empty (n_captions, n_clips) matrix, found shape {sim.shape}")
+    if idx.shape != (sim.shape[0],):
+        raise DumpError(f"{origin}: caption_clip_index has shape {idx.shape}, expected ({sim.shape[0]},)")
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise DumpError(f"{origin}: caption_clip_index must hold integers, found {idx.dtype}")
+    bad = np.flatnonzero((idx < 0) | (idx >= sim.shape[1]))
+    if bad.size:
+        raise DumpError(f"{origin}: caption {int(bad[0])} points to clip row {int(idx[bad[0]])}, "
+                        f"outside 0..{sim.shape[1] - 1}")
+    missing = np.setdiff1d(np.arange(sim.shape[1]), idx)
+    if missing.size:
+        raise DumpError(f"{origin}: clip row {int(missing[0])} has no caption ({missing.size} such "
+                        f"clips); a2t needs at least one positive per clip")
+    finite = np.isfinite(sim).all(axis=1)
+    if not finite.all():
+        raise DumpError(f"{origin}: similarity row {int(np.flatnonzero(~finite)[0])} has NaN or "
+                        f"infinite values")
+    return idx.astype(np.int64, copy=False)
+
+
+# ------------------------------------------------------------------ pessimistic ranks
+def _t2a_counts(rows: BlockFn, idx: np.ndarray, n_clips: int, block_bytes: int) -> np.ndarray:
+    """For each caption: #clips scoring >= its positive (the positive included)."""
+    n_cap = idx.shape[0]
+    step = max(1, block_bytes // (n_clips * 13))  # float32 block + bool mask + float64 matmul
+    ge = np.empty(n_cap, dtype=np.int64)
+    for a in range(0, n_cap, step):
+        b = min(a + step, n_cap)
+        block = rows(a, b)  # (b-a, n_clips)
+        pos = block[np.arange(b - a), idx[a:b]]
+        ge[a:b] = np.count_nonzero(block >= pos[:, None], axis=1)
+    return ge
+
+
+def _a2t_counts(cols: BlockFn, idx: np.ndarray, n_clips: int,
+                block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each caption p (a positive of clip idx[p]): its a2t score and #captions >= it."""
+    n_cap = idx.shape[0]
+    by_clip = np.argsort(idx, kind="stable")  # captions grouped by clip
+    starts = np.searchsorted(idx[by_clip], np.arange(n_clips + 1))
+    step = max(1, block_bytes // (n_cap * 12))
+    score = np.empty(n_cap, dtype=np.float64)
+    ge = np.empty(n_cap, dtype=np.int64)
+    for a in range(0, n_clips, step):
+        b = min(a + step, n_clips)
+        block = cols(a, b)  # (b-a, n_captions)
+        pairs = by_clip[starts[a]:starts[b]]
+        for c0 in range(0, pairs.size, step):  # gathered rows stay within the budget
+            sub = pairs[c0:c0 + step]
+            rows = block[idx[sub] - a]  # (len(sub), n_captions)
+            s = rows[np.arange(sub.size), sub]
+            score[sub] = s
+            ge[sub] = np.count_nonzero(rows >= s[:, None], axis=1)
+    return score, ge
+
+
+def _positions(query: np.ndarray, score: np.ndarray, ge_all: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pessimistic ranks of every (query, positive) pair.
+
+    ``ge_all`` counts every candidate scoring >= the positive, positives included. Sorting
+    each query's positives by descending score, the i-th one has rank
+    i + #negatives >= its score; a run of tied positives shares that negative count.
+
+    Returns:
+        ``order`` (pairs sorted by query, then rank), ``position`` (1-based rank, sorted
+        order) and ``within`` (i, 1-based index among the query's positives).
+    """
+    order = np.lexsort((-score, query))
+    q, s = query[order], score[order]
+    n = q.size
+    change = np.ones(n, dtype=bool)
+    change[:-1] = (q[1:] != q[:-1]) | (s[1:] != s[:-1])
+    run_end = np.flatnonzero(change)[np.searchsorted(np.flatnonzero(change), np.arange(n))]
+    position = ge_all[order] - (run_end - np.arange(n))
+    new_q = np.ones(n, dtype=bool)
+    new_q[1:] = q[1:] != q[:-1]
+    group_start = np.maximum.accumulate(np.where(new_q, np.arange(n), 0))
+    within = np.arange(n) - group_start + 1
+    assert (position >= within).all(), "a positive cannot rank above its own index"
+    return order, position, within
+
+
+def _per_query(query: np.ndarray, position: np.ndarray, within: np.ndarray, n_queries: int,
+               ks: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Per-query metrics from pairs sorted by (query, position)."""
+    q = query
+    n_pos = np.bincount(q, minlength=n_queries).astype(np.float64)
+    first = np.searchsorted(q, np.arange(n_queries))
+    best = position[first].astype(np.float64)
+    precision = within / position
+    out = {f"r@{k}": (best <= k).astype(np.float64) for k in ks}
+    out["map"] = np.bincount(q, weights=precision, minlength=n_queries) / n_pos
+    cut = np.where(position <= AP_CUTOFF, precision, 0.0)
+    out[f"map@{AP_CUTOFF}"] = np.bincount(q, weights=cut, minlength=n_queries) / n_pos
+    out["mrr"] = 1.0 / best
+    out["rank"] = best
+    return out
+
+
+def _laion_map_at_10(idx: np.ndarray, caption_position: np.ndarray, n_clips: int) -> np.ndarray:
+    """LAION-CLAP's a2t mAP@10: ranks taken in caption order, unsorted (see module doc)."""
+    order = np.argsort(idx, kind="stable")  # captions of a clip in dump order
+    q, pos = idx[order], caption_position[order]
+    kept = pos <= AP_CUTOFF
+    csum = np.cumsum(kept)
+    first = np.searchsorted(q, np.arange(n_clips))
+    before = np.concatenate([[0], csum])[first][q]  # kept count before each clip's group
+    j = csum - before  # 1-based index among the clip's kept positives, caption order
+    contrib = np.where(kept, j / pos, 0.0)
+    n_pos = np.bincount(q, minlength=n_clips)
+    return np.bincount(q, weights=contrib, minlength=n_clips) / n_pos
+
+
+def _compute(rows: BlockFn, cols: BlockFn, idx: np.ndarray, n_clips: int, ks: tuple[int, ...],
+             laion_compatible: bool, block_bytes: int) -> PerQuery:
+    n_cap = idx.shape[0]
+    captions = np.arange(n_cap)
+    ge_t2a = _t2a_counts(rows, idx, n_clips, block_bytes)
+    # One positive per caption: its rank is the count of clips >= it (ties pessimistic).
+    t2a = _per_query(captions, ge_t2a, np.ones(n_cap, dtype=np.int64), n_cap, ks)
+    score, ge_a2t = _a2t_counts(cols, idx, n_clips, block_bytes)
+    order, position, within = _positions(idx, score, ge_a2t)
+    a2t = _per_query(idx[order], position, within, n_clips, ks)
+    if laion_compatible:
+        caption_position = np.empty(n_cap, dtype=np.int64)
+        caption_position[order] = position
+        a2t[f"map@{AP_CUTOFF}"] = _laion_map_at_10(idx, caption_position, n_clips)
+    return {"t2a": t2a, "a2t": a2t}
+
+
+# --------------------------------------------------------------------------- public API
+def per_query_metrics(sim: np.ndarray, caption_clip_index: np.ndarray, *,
+                      ks: Sequence[int] = DEFAULT_KS, laion_compatible: bool = False,
+                      max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> PerQuery:
+    """Per-query metrics for a given similarity matrix.
+
+    Args:
+        sim: (n_captions, n_clips) scores; ties are exact equality of these values.
+        caption_clip_index: (n_captions,) clip row of each caption.
+
+    Returns:
+        ``{"t2a": {...}, "a2t": {...}}``, each mapping ``r@k``, ``map``, ``map@10``, ``mrr``
+        and ``rank`` (best positive's rank) to a float64 array over that direction's queries
+        (captions for t2a, clips for a2t).
+
+    Raises:
+        DumpError: on malformed inputs (see :func:`check_similarity_inputs`).
+        ValueError: on bad ``ks``.
+    """
+    ks = _check_ks(ks)
+    sim = np.asarray(sim)
+    idx = check_similarity_inputs(sim, caption_clip_index)
+    return _compute(lambda a, b: sim[a:b], lambda a, b: np.ascontiguousarray(sim[:, a:b].T),
+                    idx, sim.shape[1], ks, laion_compatible, max_block_bytes)
+
+
+def per_query_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
+                   laion_compatible: bool = False, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
+                   origin: str = "<dump>") -> PerQuery:
+    """Per-query metrics of a dump, computing similarities block by block.
+
+    Raises:
+        DumpError: on an invalid dump (shapes, index range, NaN/inf, empty, uncaptioned clip).
+    """
+    ks = _check_ks(ks)
+    dump.validate(origin, require_every_clip_captioned=True)
+    audio, text = normalize(dump.audio_embeds), normalize(dump.text_embeds)
+    zero = int((np.linalg.norm(audio, axis=1) == 0).sum() + (np.linalg.norm(text, axis=1) == 0).sum())
+    if zero:
+        logger.warning("%s: %d all-zero embedding rows; they tie with everything", origin, zero)
+
+    def rows(a: int, b: int) -> np.ndarray:
+        return (text[a:b] @ audio.T).astype(np.float32)  # (b-a, n_clips)
+
+    def cols(a: int, b: int) -> np.ndarray:
+        return (audio[a:b] @ text.T).astype(np.float32)  # (b-a, n_captions)
+
+    idx = np.asarray(dump.caption_clip_index, dtype=np.int64)
+    return _compute(rows, cols, idx, dump.n_clips, ks, laion_compatible, max_block_bytes)
+
+
+def aggregate(per_query: PerQuery) -> dict[str, dict[str, float]]:
+    """Corpus metrics from per-query values: means, and the median of ``rank``.
+
+    Returns:
+        ``{direction: {"r@k"..., "map", "map@10", "mrr", "median_rank"}}`` as Python floats.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for direction, values in per_query.items():
+        agg = {name: float(np.mean(v)) for name, v in values.items() if name != "rank"}
+        agg["median_rank"] = float(np.median(values["rank"]))
+        out[direction] = agg
+    return out
+
+
+def _summary(per_query: PerQuery, idx: np.ndarray, n_clips: int) -> dict:
+    counts = np.bincount(idx, minlength=n_clips)
+    agg = aggregate(per_query)
+    return {"t2a": agg["t2a"], "a2t": agg["a2t"], "n_clips": int(n_clips),
+            "n_captions": int(idx.shape[0]), "multi_positive": bool((counts > 1).any())}
+
+
+def retrieval_metrics(sim: np.ndarray, caption_clip_index: np.ndarray, *,
+                      ks: Sequence[int] = DEFAULT_KS, laion_compatible: bool = False,
+                      max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict:
+    """Corpus t2a and a2t metrics of a (n_captions, n_clips) similarity matrix.
+
+    Returns:
+        ``{"t2a": {...}, "a2t": {...}, "n_clips", "n_captions", "multi_positive"}``.
+
+    Raises:
+        DumpError: on malformed inputs; ValueError: on bad ``ks``.
+    """
+    pq = per_query_metrics(sim, caption_clip_index, ks=ks, laion_compatible=laion_compatible,
+                           max_block_bytes=max_block_bytes)
+    idx = np.asarray(caption_clip_index, dtype=np.int64)
+    return _summary(pq, idx, np.asarray(sim).shape[1])
+
+
+def evaluate_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
+                  laion_compatible: bool = False, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
+                  origin: str = "<dump>") -> dict:
+    """Corpus metrics of an embedding dump (the ``evaluate`` output JSON).
+
+    Returns:
+        ``{"t2a": {...}, "a2t": {...}, "n_clips", "n_captions", "multi_positive"}``.
+
+    Raises:
+        DumpError: on an invalid dump, naming ``origin``.
+    """
+    pq = per_query_dump(dump, ks=ks, laion_compatible=laion_compatible,
+                        max_block_bytes=max_block_bytes, origin=origin)
+    return _summary(pq, np.asarray(dump.caption_clip_index, dtype=np.int64), dump.n_clips)
+
+
+def similarity(dump: EmbeddingDump) -> np.ndarray:
+    """The full (n_captions, n_clips) float32 similarity matrix of a (small) dump."""
+    return (normalize(dump.text_embeds) @ normalize(dump.audio_embeds).T).astype(np.float32)

@@ -1,0 +1,123 @@
+"""`clapcap retrieval evaluate|compare`, the step functions, config and MLflow logging."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+import types
+
+import numpy as np
+import pytest
+import yaml
+
+from clapcap.cli import build_parser, main
+from clapcap.config import ConfigError, from_dict, load_section
+from clapcap.retrieval.config import RetrievalEvalParams
+from clapcap.retrieval.evaluate import evaluate_all, evaluate_file, metrics_path
+from clapcap.retrieval.metrics import evaluate_dump
+from clapcap.retrieval.mlflow_log import mlflow_metrics
+from clapcap.utils.io import read_json
+
+KEYS = ["r@1", "r@5", "r@10", "map", "map@10", "mrr", "median_rank"]
+
+
+def test_cli_evaluate_writes_metrics_with_ci(tmp_path, dump_file, make_dump):
+    path = dump_file("d.npz", n_clips=30, captions_per_clip=3, seed=0)
+    out = tmp_path / "m" / "metrics.json"
+    assert main(["retrieval", "evaluate", str(path), "--out", str(out), "--bootstrap", "100"]) == 0
+    result = read_json(out)
+    assert list(result) == ["t2a", "a2t", "n_clips", "n_captions", "multi_positive"]
+    assert list(result["t2a"]) == KEYS + ["ci"] and list(result["t2a"]["ci"]) == KEYS
+    plain = evaluate_dump(make_dump(n_clips=30, captions_per_clip=3, seed=0))
+    assert {k: v for k, v in result["a2t"].items() if k != "ci"} == plain["a2t"]
+    assert (result["n_clips"], result["n_captions"], result["multi_positive"]) == (30, 90, True)
+
+
+def test_cli_evaluate_laion_and_no_bootstrap(tmp_path, dump_file):
+    path = dump_file("d.npz", n_clips=20, captions_per_clip=5, noise=0.7, seed=1)
+    out = tmp_path / "laion.json"
+    assert main(["retrieval", "evaluate", str(path), "--out", str(out), "--bootstrap", "0",
+                 "--laion-compatible"]) == 0
+    laion = read_json(out)
+    assert laion["laion_compatible"] is True and "ci" not in laion["a2t"]
+    default = evaluate_file(path, bootstrap=0)
+    assert "laion_compatible" not in default
+    assert laion["a2t"]["map@10"] > default["a2t"]["map@10"]
+
+
+def test_cli_evaluate_bad_dump_exits_2(tmp_path, capsys, make_dump):
+    from clapcap.retrieval.dump import save_dump
+
+    dump = make_dump(n_clips=4, captions_per_clip=1)
+    dump.caption_clip_index = np.array([0, 1, 2, 2])  # clip 3 has no caption
+    path = save_dump(dump, tmp_path / "uncaptioned.npz")
+    assert main(["retrieval", "evaluate", str(path), "--out", str(tmp_path / "o.json")]) == 2
+    assert "uncaptioned.npz: clip 'clip0003' (row 3) has no caption" in capsys.readouterr().err
+    assert main(["retrieval", "evaluate", str(tmp_path / "missing.npz"), "--out", "x.json"]) == 2
+
+
+def test_cli_compare(tmp_path, dump_file):
+    a = dump_file("a.npz", n_clips=40, captions_per_clip=2, noise=0.5, seed=3)
+    b = dump_file("b.npz", n_clips=40, captions_per_clip=2, noise=0.5, seed=3)
+    out = tmp_path / "cmp.json"
+    assert main(["retrieval", "compare", str(a), str(b), "--out", str(out), "--bootstrap", "50"]) == 0
+    result = read_json(out)
+    assert result["t2a"]["map"]["difference"] == 0.0 and result["t2a"]["map"]["p_value"] == 1.0
+    assert set(result["a2t"]) == set(KEYS)
+    other = dump_file("c.npz", n_clips=41, captions_per_clip=2, seed=3)
+    assert main(["retrieval", "compare", str(a), str(other), "--out", str(out)]) == 2
+
+
+def test_retrieval_models_hook_is_called(monkeypatch):
+    calls = []
+    module = types.ModuleType("clapcap.cli.retrieval_models")
+    module.__spec__ = importlib.machinery.ModuleSpec("clapcap.cli.retrieval_models", None)
+    module.register_commands = lambda group: (calls.append(group), group.add_parser("embed"))
+    monkeypatch.setitem(sys.modules, "clapcap.cli.retrieval_models", module)
+    args = build_parser().parse_args(["retrieval", "embed"])
+    assert calls and args.command == "embed"
+
+
+def test_params_section_and_evaluate_all(tmp_path, dump_file):
+    paths = [str(dump_file("x.npz", n_clips=10, captions_per_clip=2)),
+             str(dump_file("y.npz", n_clips=12, captions_per_clip=1))]
+    section = {"dumps": paths, "out_dir": str(tmp_path / "metrics"), "bootstrap_resamples": 20}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"retrieval": section}))
+    params = load_section(RetrievalEvalParams, "retrieval", tmp_path / "params.yaml")
+    results = evaluate_all(params)
+    assert set(results) == set(paths)
+    assert read_json(metrics_path(params, paths[1]))["n_clips"] == 12
+    with pytest.raises(ConfigError, match="unknown key"):
+        from_dict(RetrievalEvalParams, {"dumsp": []})
+    with pytest.raises(ConfigError, match="confidence"):
+        RetrievalEvalParams(confidence=2.0)
+    with pytest.raises(ValueError, match="dumps is empty"):
+        evaluate_all(RetrievalEvalParams())
+
+
+def test_mlflow_keys_and_logging(tmp_path, dump_file, mlflow_uri):
+    from clapcap import tracking
+    from clapcap.retrieval.mlflow_log import log_evaluation
+
+    result = evaluate_file(dump_file("d.npz", n_clips=10, captions_per_clip=2), bootstrap=10)
+    keys = mlflow_metrics(result)
+    assert {"t2a/R1", "t2a/R10", "t2a/mAP", "t2a/mAP10", "t2a/MRR", "t2a/MedR", "a2t/R1",
+            "t2a/R1_ci_low", "a2t/mAP10_ci_high", "n_clips"} <= set(keys)
+    assert all("@" not in k for k in keys)
+    with tracking.stage_run("evaluate_retrieval", experiment="clapcap-retrieval-test") as run:
+        log_evaluation(result)
+    logged = tracking.search_runs("clapcap-retrieval-test")
+    assert logged.loc[0, "run_id"] == run.info.run_id
+    assert logged.loc[0, "metrics.t2a/R1"] == pytest.approx(result["t2a"]["r@1"])
+
+
+def test_dump_labels_and_metrics_paths_are_unique(tmp_path):
+    from clapcap.retrieval.dump import dump_labels
+
+    paths = [str(tmp_path / "emb" / enc / "synth" / "test.npz") for enc in ("tiny", "hf")]
+    assert dump_labels(paths) == ["tiny__synth__test", "hf__synth__test"]
+    assert dump_labels(paths[:1]) == ["test"]
+    params = RetrievalEvalParams(dumps=paths, out_dir="m")
+    assert {metrics_path(params, p).name for p in paths} == {"tiny__synth__test.json", "hf__synth__test.json"}
+    with pytest.raises(ValueError, match="not listed"):
+        metrics_path(params, "other.npz")
