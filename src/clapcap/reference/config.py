@@ -1,0 +1,79 @@
+"""Typed settings of the reference captioners (``params.yaml`` section ``reference``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from clapcap.evaluation.leakage import LeakageParams
+
+
+@dataclass
+class GenerationConfig:
+    """Decoding: greedy, no repetition penalty, like the pipeline's captioners."""
+
+    max_new_tokens: int = 128
+    prompt: str = "Describe this audio in one or two sentences."  # "" = prompt-less captioner
+    batch_size: int = 1
+
+
+@dataclass
+class HFLocalConfig:
+    """A local Hugging Face audio-language model folder (config, weights, processor)."""
+
+    model_dir: str = ""
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"  # auto: bf16 on CUDA, fp32 on CPU
+    device: str = "auto"                                               # auto: cuda if available
+    system_prompt: str | None = None                                   # None: the template's default
+
+
+@dataclass
+class ApiConfig:
+    """An OpenAI-compatible ``/chat/completions`` endpoint that accepts ``input_audio``.
+
+    The key is read from the environment variable ``api_key_env``, else from ``env_file``
+    (git-ignored ``.env``); it is never stored in this config nor logged.
+    """
+
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    env_file: str = ".env"
+    audio_encoding: Literal["base64", "data_uri"] = "base64"  # DashScope wants a data URI
+    stream: bool = False                                        # some omni models only stream
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    backoff_s: float = 2.0
+    max_backoff_s: float = 60.0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReferenceSpec:
+    """One reference captioner: how to get its predictions and how to score them."""
+
+    name: str
+    backend: Literal["hf_local", "openai_api", "import"]
+    hf: HFLocalConfig = field(default_factory=HFLocalConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
+    predictions_file: str = ""          # backend "import": a {clip_id: caption} JSON made elsewhere
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    held_out_name: str | None = None
+    trim_words: int | None = None
+    trim_sentences: bool = False
+
+
+@dataclass
+class ReferenceParams:
+    """``params.yaml`` section ``reference``."""
+
+    dataset_dir: str = "data/corpus"
+    split: str = "test"
+    split_dir: str = "outputs/reference_split"  # not inside out_dir: separate DVC outputs
+    out_dir: str = "outputs/reference"
+    metrics: list[str] | None = None
+    leakage: LeakageParams = field(default_factory=LeakageParams)
+    api_concurrency: int = 2
+    task_retries: int = 2
+    task_retry_delay_s: float = 10.0
+    references: list[ReferenceSpec] = field(default_factory=list)

@@ -1,0 +1,72 @@
+"""The reference flow under Prefect's test harness: tasks, retries, the API concurrency limit."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+FAKE = Path(__file__).resolve().parents[1] / "reference" / "fake_openai.py"
+
+
+@pytest.fixture
+def prefect_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "WARNING")
+    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    monkeypatch.setenv("CLAPCAP_AAC_CACHE", str(tmp_path / "aac"))
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness():
+        yield
+
+
+@pytest.fixture
+def fake_api():
+    spec = importlib.util.spec_from_file_location("clapcap_test_fake_openai", FAKE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server = module.FakeOpenAI()
+    yield server
+    server.close()
+
+
+def test_reference_flow_runs_retries_and_limits_api(tmp_path, tiny_corpus, prefect_env, fake_api,
+                                                    monkeypatch):
+    from clapcap.data.prepare import load_dataset
+    from clapcap.flows.reference import reference_flow
+    from clapcap.reference.config import (
+        ApiConfig,
+        GenerationConfig,
+        ReferenceParams,
+        ReferenceSpec,
+    )
+    from clapcap.utils.io import read_json, write_json
+
+    monkeypatch.setenv("FAKE_KEY", "sk-flow")
+    fake_api.delay_s = 0.05
+    fake_api.fail_first = [401]  # the first API request fails: its Prefect task is retried
+    api = ApiConfig(base_url=fake_api.base_url, model="m", api_key_env="FAKE_KEY", max_retries=0)
+    specs = [ReferenceSpec(name=f"api{i}", backend="openai_api", api=api,
+                           generation=GenerationConfig(max_new_tokens=16)) for i in range(2)]
+    test_ids = load_dataset(tiny_corpus).split("test")["clip_id"]
+    ext = tmp_path / "ext.json"
+    write_json(ext, {c: "a sound" for c in test_ids})
+    specs.append(ReferenceSpec(name="ext", backend="import", predictions_file=str(ext)))
+    params = ReferenceParams(dataset_dir=str(tiny_corpus), split_dir=str(tmp_path / "split"),
+                             out_dir=str(tmp_path / "out"), metrics=["cider_d", "bleu_1"],
+                             api_concurrency=1, task_retries=2, task_retry_delay_s=0.0,
+                             references=specs)
+    out = reference_flow(params)
+    assert set(out) == {"api0", "api1", "ext"}
+    for path in out.values():
+        scores = read_json(path)
+        assert scores["primary"] == "cider_d" and scores["n_clips"] == len(test_ids)
+        assert scores["leakage"]["verdict"] in ("clean", "inconclusive", "leaky")
+    assert fake_api.max_active == 1
+    assert len(fake_api.requests) == 2 * len(test_ids) + 1
+    before = len(fake_api.requests)
+    assert reference_flow(params) == out   # finished references are skipped by their scores file
+    assert len(fake_api.requests) == before
