@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup repro test test-all lint parity leakage clean-venv
+.PHONY: setup repro test test-all lint gate clean-venv
 
 setup: $(STAMP)
 
@@ -39,6 +39,12 @@ test: setup
 
 test-all: setup
 	$(VENV)/bin/pytest -q -m "slow or not slow"
+
+# The CI gates on committed fixtures: metric parity (harness vs independent implementation,
+# 1e-9) and the leakage check (planted leak caught, clean model not flagged).
+gate: setup
+	$(VENV)/bin/clapcap retrieval parity tests/fixtures/dumps/*.npz --out $${TMPDIR:-/tmp}/clapcap-parity.json
+	$(VENV)/bin/pytest -q tests/reference/test_leakage.py tests/retrieval/test_parity.py
 
 lint: setup
 	$(VENV)/bin/ruff check src tests pipelines
