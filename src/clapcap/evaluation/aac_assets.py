@@ -164,6 +164,10 @@ def _hf_cached(repo_id: str, cache_dir: str | None = None) -> str | None:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
+    if cache_dir is None:
+        # Read the environment now: huggingface_hub fixes its default at import time.
+        hf_home = Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser()
+        cache_dir = os.environ.get("HF_HUB_CACHE") or str(hf_home / "hub")
     try:
         return snapshot_download(repo_id, local_files_only=True, cache_dir=cache_dir)
     except (LocalEntryNotFoundError, FileNotFoundError, ValueError):
