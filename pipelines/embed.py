@@ -1,0 +1,26 @@
+"""DVC stage `embed` (matrix over encoders x datasets): write embedding dumps.
+
+Usage: python pipelines/embed.py ENCODER DATASET   (names from params.yaml `embed`)
+"""
+
+import argparse
+import logging
+import sys
+
+from clapcap.config import load_section
+from clapcap.encoders.config import EmbedParams
+from clapcap.encoders.embed import embed_all
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("encoder")
+    parser.add_argument("dataset")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    embed_all(load_section(EmbedParams, "embed"), args.encoder, args.dataset)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""`clapcap retrieval embed | identity | identity-check | train-clap`: encoder commands.
+
+Registered into the ``retrieval`` group by :mod:`clapcap.cli.retrieval` via
+:func:`register_commands`. Handlers import heavy libraries inside the function, call
+one library function and return an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from clapcap.cli._common import add_command
+
+
+def _embed(args: argparse.Namespace) -> int:
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.embed import embed_dataset
+
+    cfg = EncoderConfig(name=args.name, backend=args.backend, checkpoint=args.checkpoint,
+                        enable_fusion=args.enable_fusion, batch_size=args.batch_size, hf_home=args.hf_home,
+                        device=args.device)
+    if cfg.backend == "laion_clap" and cfg.hf_home:
+        from clapcap.encoders.laion import prepare_laion_env
+
+        prepare_laion_env(cfg.hf_home)
+    out = embed_dataset(cfg, args.dataset, args.split, args.out, caption_column=args.caption_column,
+                        max_clips=args.max_clips, save_frames=args.save_frames)
+    print(out)
+    return 0
+
+
+def _identity(args: argparse.Namespace) -> int:
+    from clapcap.retrieval.identity import identity_report
+
+    report = identity_report(args.a, args.b, args.out, cos_threshold=args.cos_threshold)
+    summary = {k: report[k] for k in ("verdict", "cross_pipeline_comparable", "similarity")}
+    for key in ("audio_cosine", "text_cosine"):
+        if key in report:
+            summary[key] = {k: v for k, v in report[key].items() if k != "per_item"}
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _identity_check(args: argparse.Namespace) -> int:
+    from clapcap.config import load_section
+    from clapcap.encoders.config import IdentityParams
+
+    params = load_section(IdentityParams, "checkpoint_identity", args.params)
+    if params.hf_home:  # before transformers is imported by anything below
+        from clapcap.encoders.laion import prepare_laion_env
+
+        prepare_laion_env(params.hf_home)
+    from clapcap.encoders.crosscheck import run_checkpoint_identity
+
+    reports = run_checkpoint_identity(params)
+    print(json.dumps({k: r["verdict"] for k, r in reports.items()}, indent=2))
+    return 0 if reports["identity"]["cross_pipeline_comparable"] else 1
+
+
+def _train_clap(args: argparse.Namespace) -> int:
+    from clapcap.config import load_section
+    from clapcap.encoders.config import TrainClapParams
+    from clapcap.training.clap import run_train_clap
+
+    params = load_section(TrainClapParams, "train_clap", args.params)
+    if args.no_track:
+        params.track = False
+    res = run_train_clap(params)
+    print(json.dumps({"model_dir": res.model_dir, "val": res.val, "skipped": res.skipped}, indent=2))
+    return 0
+
+
+def register_commands(group: Any) -> None:
+    """Add ``embed``, ``identity``, ``identity-check`` and ``train-clap`` to the retrieval group."""
+    p = add_command(group, "embed", _embed, "embed a dataset split into an embedding dump (.npz)")
+    p.add_argument("--dataset", required=True, help="prepared dataset folder (manifest.csv)")
+    p.add_argument("--split", default="test", help="train, val, test or all")
+    p.add_argument("--out", required=True, help="output .npz")
+    p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames"])
+    p.add_argument("--checkpoint", default="", help="HF folder/hub id or laion .pt; empty = random tiny model")
+    p.add_argument("--name", default="cli")
+    p.add_argument("--enable-fusion", action="store_true")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--caption-column", default="captions",
+                   choices=["captions", "paraphrases_v1", "paraphrases_v2"])
+    p.add_argument("--max-clips", type=int, default=None)
+    p.add_argument("--save-frames", action="store_true", help="hf_frames: store frame-level outputs")
+    p.add_argument("--hf-home", default="", help="laion_clap: offline HF cache folder (built if missing)")
+    p.add_argument("--device", default="cpu")
+
+    p = add_command(group, "identity", _identity, "do two dumps of the same data come from one checkpoint?")
+    p.add_argument("--a", required=True, help="dump A (.npz)")
+    p.add_argument("--b", required=True, help="dump B (.npz)")
+    p.add_argument("--out", required=True, help="identity report (.json)")
+    p.add_argument("--cos-threshold", type=float, default=0.99)
+
+    p = add_command(group, "identity-check", _identity_check,
+                    "laion_clap vs converted HF on the same clips (params.yaml checkpoint_identity)")
+    p.add_argument("--params", default="params.yaml")
+
+    p = add_command(group, "train-clap", _train_clap, "train the tiny default CLAP (params.yaml train_clap)")
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--no-track", action="store_true", help="skip MLflow logging and registration")

@@ -1,0 +1,67 @@
+"""``params.yaml`` sections of the encoder stages, parsed with :func:`clapcap.config.load_section`.
+
+- ``train_clap``: :class:`TrainClapParams` (the embedded default CLAP),
+- ``embed``: :class:`EmbedParams` (embedding dumps, one per encoder x dataset x split),
+- ``checkpoint_identity``: :class:`IdentityParams` (laion_clap vs HF conversion check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clapcap.encoders.base import EncoderConfig
+from clapcap.encoders.tiny import TinyClapConfig
+
+
+@dataclass
+class TrainClapParams:
+    """Section ``train_clap``: train the tiny default CLAP on a dataset's train split."""
+
+    dataset_dir: str = "data/corpus"
+    out_dir: str = "models/default_clap"
+    model: TinyClapConfig = field(default_factory=TinyClapConfig)
+    epochs: int = 20
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 50
+    seed: int = 0
+    min_word_count: int = 1
+    eval_split: str = "val"
+    collapse_factor: float = 3.0
+    caption_column: str = "captions"
+    register_name: str = "clapcap-default-clap"
+    register_alias: str = "champion"
+    track: bool = True
+    torch_threads: int = 0  # 0 = torch's default; 1 is faster on a busy 2-core machine
+
+
+@dataclass
+class EmbedParams:
+    """Section ``embed``: encoders and datasets to dump (``pipelines/embed.py``)."""
+
+    out_dir: str = "data/embeddings"
+    datasets: dict[str, str] = field(default_factory=lambda: {"corpus": "data/corpus"})
+    splits: list[str] = field(default_factory=lambda: ["test"])
+    caption_columns: list[str] = field(default_factory=lambda: ["captions"])
+    encoders: dict[str, EncoderConfig] = field(default_factory=dict)
+
+
+@dataclass
+class IdentityParams:
+    """Section ``checkpoint_identity``: embed the same clips with laion_clap and HF, compare.
+
+    ``laion_checkpoint`` empty = random laion weights (``seed``), converted to HF with
+    :func:`clapcap.encoders.convert.convert_laion_checkpoint` when ``hf_checkpoint`` is empty.
+    """
+
+    dataset_dir: str = "data/corpus"
+    split: str = "test"
+    max_clips: int = 8
+    out_dir: str = "results/checkpoint_identity"
+    hf_home: str = ""
+    laion_checkpoint: str = ""
+    hf_checkpoint: str = ""
+    enable_fusion: bool = False
+    seed: int = 0
+    cos_threshold: float = 0.99

@@ -1,0 +1,183 @@
+"""Embed a dataset split into an embedding dump (see :mod:`clapcap.retrieval.dump`).
+
+Clips are decoded and embedded in batches (bounded memory) under ``torch.inference_mode()``
+with a progress bar. A dump whose ``meta.signature`` matches the request is complete (dumps
+are written atomically) and is not recomputed.
+
+``caption_column`` selects the text side: ``captions`` (default), or ``paraphrases_v1`` /
+``paraphrases_v2`` for the RobustCLAP benchmark. Audio-only (frame-level) encoders write a
+dump whose ``text_embeds`` are zeros (``meta.text_tower = false``) plus optional
+``audio_frames`` / ``audio_frame_mask`` extras.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.encoders.base import AudioEncoder, EncoderConfig, create_encoder
+from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump, save_dump
+
+logger = logging.getLogger(__name__)
+
+
+def _signature(cfg: EncoderConfig, dataset_dir: Path, split: str, column: str, max_clips: int | None) -> str:
+    manifest = dataset_dir / "manifest.csv"
+    stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
+    ckpt = Path(cfg.checkpoint) if cfg.checkpoint else None
+    ckpt_stamp = ckpt.stat().st_mtime_ns if ckpt is not None and ckpt.exists() else 0
+    blob = json.dumps([cfg.to_dict(), str(dataset_dir.resolve()), stamp, ckpt_stamp, split, column, max_clips],
+                      sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()
+
+
+def is_complete(out_path: str | Path, signature: str) -> bool:
+    """True when ``out_path`` is a readable dump written for ``signature``."""
+    try:
+        dump = load_dump(out_path)
+    except (FileNotFoundError, DumpError, ValueError, OSError):
+        return False
+    return dump.meta.get("signature") == signature
+
+
+def _rows(dataset_dir: Path, split: str, column: str, max_clips: int | None) -> tuple[Any, list[dict]]:
+    from clapcap.data.prepare import load_dataset
+
+    ds = load_dataset(dataset_dir)
+    df = ds.manifest if split == "all" else ds.split(split)
+    if df.empty:
+        raise ValueError(f"{dataset_dir}: split {split!r} has no clips")
+    if column not in df.columns:
+        raise ValueError(f"{dataset_dir}/manifest.csv: no column {column!r}; expected captions, "
+                         f"paraphrases_v1 or paraphrases_v2")
+    rows = df.to_dict("records")[: max_clips or None]
+    for r in rows:
+        if not isinstance(r[column], list) or not r[column]:
+            raise ValueError(f"{dataset_dir}/manifest.csv: clip {r['clip_id']}: column {column!r} is empty")
+    return ds, rows
+
+
+def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: int, progress: bool,
+                 frames: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    from tqdm.auto import tqdm
+
+    from clapcap.data.audio import load_audio
+    from clapcap.data.manifest import resolve_audio_path
+
+    out, frame_list = [], []
+    bar = tqdm(total=len(rows), desc="embed audio", unit="clip", disable=not progress)
+    for start in range(0, len(rows), batch_size):
+        waves = [load_audio(resolve_audio_path(ds.root, r["audio_path"]), encoder.sample_rate)[0]
+                 for r in rows[start:start + batch_size]]
+        if frames:
+            pooled, fr = encoder.embed_audio_frames(waves)  # type: ignore[attr-defined]
+            frame_list.extend(fr)
+            out.append(pooled)
+        else:
+            out.append(encoder.embed_audio(waves))
+        bar.update(len(waves))
+    bar.close()
+    extras = {}
+    if frames:
+        t_max = max(f.shape[0] for f in frame_list)
+        pad = np.zeros((len(frame_list), t_max, frame_list[0].shape[1]), dtype=np.float16)
+        mask = np.zeros((len(frame_list), t_max), dtype=bool)
+        for i, f in enumerate(frame_list):
+            pad[i, : f.shape[0]], mask[i, : f.shape[0]] = f, True
+        extras = {"audio_frames": pad, "audio_frame_mask": mask}
+    return np.concatenate(out), extras
+
+
+def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
+                  caption_column: str = "captions", max_clips: int | None = None, save_frames: bool = False,
+                  progress: bool = True, encoder: AudioEncoder | None = None) -> Path:
+    """Embed the clips and captions of ``split`` and write the dump to ``out_path``.
+
+    Args:
+        encoder: an already built encoder for ``encoder_cfg`` (saves reloading it).
+        save_frames: frame-level encoders only: also store padded frames and their mask.
+
+    Returns:
+        ``out_path``.
+
+    Raises:
+        ValueError: on an empty split or a missing/empty caption column (names file and clip).
+        AudioError: naming the audio file that cannot be decoded.
+    """
+    import torch
+
+    dataset_dir, out_path = Path(dataset_dir), Path(out_path)
+    sig = _signature(encoder_cfg, dataset_dir, split, caption_column, max_clips)
+    if is_complete(out_path, sig):
+        logger.info("%s is complete: skipped", out_path)
+        return out_path
+    ds, rows = _rows(dataset_dir, split, caption_column, max_clips)
+    encoder = encoder or create_encoder(encoder_cfg)
+    captions = [c for r in rows for c in r[caption_column]]
+    index = np.array([i for i, r in enumerate(rows) for _ in r[caption_column]], dtype=np.int64)
+    with torch.inference_mode():
+        audio, extras = _embed_audio(encoder, ds, rows, encoder_cfg.batch_size, progress,
+                                     save_frames and hasattr(encoder, "embed_audio_frames"))
+        has_text = hasattr(encoder, "embed_text")
+        text = (_embed_text(encoder, captions, encoder_cfg.batch_size, progress) if has_text
+                else np.zeros((len(captions), audio.shape[1]), dtype=np.float32))
+    meta = {**encoder.describe(), "encoder": encoder_cfg.to_dict(), "dataset": str(dataset_dir), "split": split,
+            "caption_column": caption_column, "text_tower": has_text, "signature": sig}
+    dump = EmbeddingDump(audio, text, index, [str(r["clip_id"]) for r in rows], captions, meta, extras)
+    save_dump(dump, out_path)
+    logger.info("wrote %s: %d clips, %d captions, dim %d", out_path, len(rows), len(captions), audio.shape[1])
+    return out_path
+
+
+def _embed_text(encoder: Any, captions: Sequence[str], batch_size: int, progress: bool) -> np.ndarray:
+    from tqdm.auto import tqdm
+
+    out = []
+    for start in tqdm(range(0, len(captions), batch_size * 4), desc="embed text", disable=not progress):
+        out.append(encoder.embed_text(captions[start:start + batch_size * 4]))
+    return np.concatenate(out)
+
+
+def dump_path(out_dir: str | Path, encoder: str, dataset: str, split: str, column: str = "captions") -> Path:
+    """``<out_dir>/<encoder>/<dataset>/<split>.npz`` (``<split>__<column>.npz`` for paraphrases)."""
+    name = split if column == "captions" else f"{split}__{column}"
+    return Path(out_dir) / encoder / dataset / f"{name}.npz"
+
+
+def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True) -> list[Path]:
+    """Stage ``embed`` for one encoder x dataset: every split x caption column in ``params``.
+
+    ``params`` is an :class:`~clapcap.encoders.config.EmbedParams`. The encoder is built once.
+
+    Returns:
+        The dump paths.
+
+    Raises:
+        KeyError: naming the unknown encoder or dataset and the known ones.
+    """
+    if encoder not in params.encoders:
+        raise KeyError(f"embed.encoders has no {encoder!r}; known: {sorted(params.encoders)}")
+    if dataset not in params.datasets:
+        raise KeyError(f"embed.datasets has no {dataset!r}; known: {sorted(params.datasets)}")
+    cfg = params.encoders[encoder]
+    if cfg.backend == "laion_clap":
+        from clapcap.encoders.laion import prepare_laion_env
+
+        prepare_laion_env(cfg.hf_home or None)
+    built: AudioEncoder | None = None
+    paths = []
+    for split in params.splits:
+        for column in params.caption_columns:
+            out = dump_path(params.out_dir, encoder, dataset, split, column)
+            sig = _signature(cfg, Path(params.datasets[dataset]), split, column, None)
+            if not is_complete(out, sig):
+                built = built or create_encoder(cfg)
+            paths.append(embed_dataset(cfg, params.datasets[dataset], split, out, caption_column=column,
+                                       progress=progress, encoder=built))
+    return paths

@@ -1,0 +1,181 @@
+"""The ``hf_clap`` backend: transformers ``ClapModel`` with deterministic preprocessing.
+
+How the randomness of ``ClapFeatureExtractor`` is removed (see docs/encoders.md):
+
+- **Unfused models** (``enable_fusion=False``): clips longer than the window
+  (``feature_extractor.nb_max_samples``) are cut by :func:`crop_wave` *before* the
+  extractor, which is then called with ``truncation="rand_trunc"``; its random crop only
+  runs on longer clips, so it never runs. Shorter clips are repeat-padded (deterministic).
+- **Fused models**: the extractor is called with ``truncation="fusion"`` one clip at a
+  time under a fixed NumPy seed (``fusion_seed``; the global RNG state is restored), so
+  the three random mel crops of a long clip depend on the clip only, not on the batch.
+  ``is_longer`` is then recomputed as ``len(clip) > window``: the extractor otherwise
+  flags a random short clip as "longer" when no clip in the batch is, which makes an
+  embedding depend on its batch. This matches laion_clap's evaluation mode.
+- ``mel_floor_db`` clamps the log-mel from below (the tiny default uses -50 dB).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clapcap.encoders.base import EncoderConfig, check_texts, check_waves, crop_wave
+
+logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def numpy_seed(seed: int) -> Iterator[None]:
+    """Seed NumPy's global RNG inside the block and restore its previous state after."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+@dataclass
+class ClapPreprocessing:
+    """Everything that decides the audio features of a clip."""
+
+    fusion: bool = False
+    crop: str = "head"
+    fusion_seed: int = 0
+    mel_floor_db: float | None = None
+
+
+def clap_features(feature_extractor: Any, waves: Sequence[np.ndarray], prep: ClapPreprocessing) -> tuple[Any, Any]:
+    """Deterministic CLAP input features for a batch of clips.
+
+    Returns:
+        ``(input_features, is_longer)``: float32 tensors of shape (B, C, T, F) with C = 1
+        (unfused) or 4 (fused), and bool (B, 1).
+    """
+    import torch
+
+    fe = feature_extractor
+    window = int(fe.nb_max_samples)
+    if not prep.fusion:
+        cropped = [crop_wave(w, window, prep.crop) for w in waves]
+        out = fe(cropped, sampling_rate=fe.sampling_rate, truncation="rand_trunc", padding="repeatpad",
+                 return_tensors="np")
+        feats = out["input_features"]
+        longer = np.zeros((len(cropped), 1), dtype=bool)
+    else:
+        mels = []
+        for w in waves:
+            with numpy_seed(prep.fusion_seed):
+                mels.append(fe([w], sampling_rate=fe.sampling_rate, truncation="fusion", padding="repeatpad",
+                               return_tensors="np")["input_features"][0])
+        feats = np.stack(mels)
+        longer = np.array([[len(w) > window] for w in waves], dtype=bool)
+    feats = torch.as_tensor(np.asarray(feats), dtype=torch.float32)
+    if prep.mel_floor_db is not None:
+        feats = feats.clamp_min(prep.mel_floor_db)
+    return feats, torch.as_tensor(longer)
+
+
+def tokenize(tokenizer: Any, texts: Sequence[str], max_length: int | None = None) -> dict[str, Any]:
+    """Tokenize captions for ``ClapModel`` (padded, truncated, no ``token_type_ids``)."""
+    max_length = max_length or min(int(getattr(tokenizer, "model_max_length", 77)), 512)
+    enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
+                    return_tensors="pt", return_token_type_ids=False)
+    return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+
+
+class HFClapEncoder:
+    """transformers ``ClapModel`` as an :class:`~clapcap.encoders.base.AudioTextEncoder`."""
+
+    pipeline = "hf_transformers"
+
+    def __init__(self, model: Any, tokenizer: Any, feature_extractor: Any, prep: ClapPreprocessing,
+                 *, checkpoint: str = "", batch_size: int = 16, device: str = "cpu"):
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.feature_extractor = feature_extractor
+        self.prep = prep
+        self.checkpoint = checkpoint
+        self.batch_size = batch_size
+        self.device = device
+        self.sample_rate = int(feature_extractor.sampling_rate)
+        if bool(model.config.audio_config.enable_fusion) != prep.fusion:
+            raise ValueError(f"{checkpoint or '<model>'}: enable_fusion={prep.fusion} but the model config "
+                             f"has enable_fusion={model.config.audio_config.enable_fusion}")
+
+    @classmethod
+    def from_config(cls, cfg: EncoderConfig) -> HFClapEncoder:
+        """Load ``cfg.checkpoint`` (folder or hub id), or a random tiny model when it is empty."""
+        from clapcap.encoders.tiny import TinyClapConfig, build_tiny_clap, load_clap
+
+        if cfg.checkpoint:
+            model, tok, fe, sidecar = load_clap(cfg.checkpoint)
+        else:
+            tiny = TinyClapConfig()
+            model, tok, fe = build_tiny_clap(tiny, vocab=[], seed=cfg.tiny_seed)
+            sidecar = {"mel_floor_db": tiny.mel_floor_db}
+        floor = cfg.mel_floor_db if cfg.mel_floor_db is not None else sidecar.get("mel_floor_db")
+        prep = ClapPreprocessing(fusion=cfg.enable_fusion, crop=cfg.crop, fusion_seed=cfg.fusion_seed,
+                                 mel_floor_db=floor)
+        return cls(model, tok, fe, prep, checkpoint=cfg.checkpoint or f"random-tiny-seed{cfg.tiny_seed}",
+                   batch_size=cfg.batch_size, device=cfg.device)
+
+    def embed_audio(self, waves: Sequence[np.ndarray]) -> np.ndarray:
+        """(N, D) float32 audio embeddings (the model's projection output, L2-normalised by HF)."""
+        import torch
+
+        waves = check_waves(waves)
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(waves), self.batch_size):
+                feats, longer = clap_features(self.feature_extractor, waves[i:i + self.batch_size], self.prep)
+                emb = self.model.get_audio_features(input_features=feats.to(self.device),
+                                                    is_longer=longer.to(self.device))
+                out.append(emb.float().cpu().numpy())
+        return np.concatenate(out).astype(np.float32)
+
+    def embed_text(self, texts: Sequence[str]) -> np.ndarray:
+        """(N, D) float32 caption embeddings."""
+        import torch
+
+        texts = check_texts(texts)
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                enc = tokenize(self.tokenizer, texts[i:i + self.batch_size])
+                emb = self.model.get_text_features(**{k: v.to(self.device) for k, v in enc.items()})
+                out.append(emb.float().cpu().numpy())
+        return np.concatenate(out).astype(np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        fe = self.feature_extractor
+        return {"pipeline": self.pipeline, "checkpoint": self.checkpoint,
+                "preprocessing": {"sample_rate": self.sample_rate, "window_samples": int(fe.nb_max_samples),
+                                  "truncation": "fusion" if self.prep.fusion else "rand_trunc",
+                                  "padding": "repeatpad", "crop": self.prep.crop,
+                                  "fusion_seed": self.prep.fusion_seed, "is_longer": "len > window",
+                                  "mel_floor_db": self.prep.mel_floor_db,
+                                  "frequency_min": fe.frequency_min, "frequency_max": fe.frequency_max}}
+
+
+class _TextEmbedder:
+    """``predict(list[str] | DataFrame) -> (N, D)`` for the registered MLflow pyfunc model."""
+
+    def __init__(self, encoder: HFClapEncoder):
+        self.encoder = encoder
+
+    def predict(self, model_input: Any) -> np.ndarray:
+        if hasattr(model_input, "columns"):  # pandas DataFrame: first column holds the texts
+            model_input = model_input.iloc[:, 0].tolist()
+        return self.encoder.embed_text([str(t) for t in model_input])
+
+
+def pyfunc_loader(artifacts: dict[str, str]) -> _TextEmbedder:
+    """MLflow loader (``clapcap.tracking.log_loader_pyfunc_model``): artifact ``clap_dir``."""
+    return _TextEmbedder(HFClapEncoder.from_config(EncoderConfig(checkpoint=artifacts["clap_dir"])))

@@ -1,0 +1,166 @@
+"""The ``laion_clap`` backend: LAION-CLAP's ``CLAP_Module`` with a checkpoint path.
+
+``import laion_clap`` downloads three tokenizers at module level. Offline, point
+``EncoderConfig.hf_home`` at a cache built by :mod:`clapcap.encoders.hf_cache`:
+:func:`prepare_laion_env` sets ``HF_HOME``/``HF_HUB_CACHE``/``HF_HUB_OFFLINE`` and must run
+before ``transformers`` is first imported in the process (transformers reads the cache
+path once, at import). Online, leave ``hf_home`` empty.
+
+Determinism: clips longer than the 10 s window are cropped by
+:func:`~clapcap.encoders.base.crop_wave` first (laion_clap's own crop is random), and the
+fusion crops run under a fixed NumPy seed (``fusion_seed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.encoders.base import EncoderConfig, check_texts, check_waves, crop_wave
+from clapcap.encoders.hf_clap import numpy_seed
+
+logger = logging.getLogger(__name__)
+
+WINDOW = 480_000  # 10 s at 48 kHz, laion_clap's max_len
+
+
+class LaionEnvError(RuntimeError):
+    """laion_clap cannot be imported offline in this process (cache path fixed too early)."""
+
+
+def prepare_laion_env(hf_home: str | Path | None) -> None:
+    """Make ``import laion_clap`` work offline from ``hf_home`` (built when missing).
+
+    Raises:
+        LaionEnvError: when transformers/huggingface_hub were already imported with
+            another cache folder (start a fresh process, or set ``HF_HOME`` beforehand).
+        AssetError: when the cache cannot be built.
+    """
+    from clapcap.encoders.hf_cache import build_laion_hf_cache, laion_env
+
+    if not hf_home or "laion_clap" in sys.modules:
+        return
+    env = laion_env(hf_home)
+    if "huggingface_hub" in sys.modules:
+        import huggingface_hub.constants as constants
+
+        if Path(constants.HF_HUB_CACHE).resolve() != Path(env["HF_HUB_CACHE"]):
+            raise LaionEnvError(
+                f"huggingface_hub was imported with cache {constants.HF_HUB_CACHE}, not {env['HF_HUB_CACHE']}; "
+                f"set {', '.join(f'{k}={v}' for k, v in env.items())} before Python starts")
+    os.environ.update(env)
+    build_laion_hf_cache(hf_home)
+
+
+def import_laion() -> Any:
+    """Import ``laion_clap``. Raises ImportError naming the extra to install."""
+    try:
+        import laion_clap
+    except ImportError as err:
+        raise ImportError("the laion_clap backend needs `pip install laion-clap` (and torchvision, "
+                          "torchaudio builds matching torch)") from err
+    return laion_clap
+
+
+def build_laion_module(*, enable_fusion: bool = False, checkpoint: str = "", seed: int = 0,
+                       device: str = "cpu") -> Any:
+    """``CLAP_Module`` with weights from ``checkpoint`` or, when empty, random (seeded) weights."""
+    import torch
+
+    laion_clap = import_laion()
+    torch.manual_seed(seed)
+    module = laion_clap.CLAP_Module(enable_fusion=enable_fusion, device=device)
+    if checkpoint:
+        if not Path(checkpoint).is_file():
+            raise FileNotFoundError(f"{checkpoint}: laion_clap checkpoint not found")
+        module.load_ckpt(checkpoint, verbose=False)
+    module.eval()
+    return module
+
+
+def save_laion_checkpoint(module: Any, path: str | Path) -> Path:
+    """Write ``module``'s weights in the format ``CLAP_Module.load_ckpt`` reads.
+
+    ``{"state_dict": {"module." + key: tensor}}``, including
+    ``text_branch.embeddings.position_ids`` that current transformers no longer saves.
+    """
+    import torch
+
+    from clapcap.utils.io import atomic_path
+
+    sd = {f"module.{k}": v.detach().cpu() for k, v in module.model.state_dict().items()}
+    key = "module.text_branch.embeddings.position_ids"
+    if key not in sd:
+        n = module.model.text_branch.embeddings.position_embeddings.weight.shape[0]
+        sd[key] = torch.arange(n)[None]
+    with atomic_path(path) as tmp:
+        torch.save({"state_dict": sd}, tmp)
+    return Path(path)
+
+
+class LaionClapEncoder:
+    """laion_clap ``CLAP_Module`` as an :class:`~clapcap.encoders.base.AudioTextEncoder`."""
+
+    pipeline = "laion_clap"
+    sample_rate = 48_000
+
+    def __init__(self, module: Any, *, checkpoint: str, crop: str = "head", fusion_seed: int = 0,
+                 batch_size: int = 16):
+        self.module = module
+        self.checkpoint = checkpoint
+        self.crop = crop
+        self.fusion_seed = fusion_seed
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_config(cls, cfg: EncoderConfig) -> LaionClapEncoder:
+        prepare_laion_env(cfg.hf_home or None)
+        module = build_laion_module(enable_fusion=cfg.enable_fusion, checkpoint=cfg.checkpoint,
+                                    seed=cfg.tiny_seed, device=cfg.device)
+        return cls(module, checkpoint=cfg.checkpoint or f"random-laion-seed{cfg.tiny_seed}", crop=cfg.crop,
+                   fusion_seed=cfg.fusion_seed, batch_size=cfg.batch_size)
+
+    def embed_audio(self, waves: Sequence[np.ndarray]) -> np.ndarray:
+        """(N, D) float32 audio embeddings via ``get_audio_embedding_from_data``."""
+        import torch
+
+        waves = check_waves(waves)
+        if not self.module.enable_fusion:
+            waves = [crop_wave(w, WINDOW, self.crop) for w in waves]
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(waves), self.batch_size):
+                chunk = waves[i:i + self.batch_size]
+                if self.module.enable_fusion:  # one clip at a time: crops independent of the batch
+                    embs = []
+                    for w in chunk:
+                        with numpy_seed(self.fusion_seed):
+                            embs.append(self.module.get_audio_embedding_from_data([w]))
+                    out.append(np.concatenate(embs))
+                else:
+                    out.append(self.module.get_audio_embedding_from_data(chunk))
+        return np.concatenate(out).astype(np.float32)
+
+    def embed_text(self, texts: Sequence[str]) -> np.ndarray:
+        """(N, D) float32 caption embeddings (RoBERTa tokenizer, padded to 77 tokens)."""
+        import torch
+
+        texts = check_texts(texts)
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), self.batch_size):
+                out.append(self.module.get_text_embedding(texts[i:i + self.batch_size]))
+        return np.concatenate(out).astype(np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "checkpoint": self.checkpoint,
+                "preprocessing": {"sample_rate": self.sample_rate, "window_samples": WINDOW,
+                                  "truncation": "fusion" if self.module.enable_fusion else "rand_trunc",
+                                  "padding": "repeatpad", "crop": self.crop, "fusion_seed": self.fusion_seed,
+                                  "quantize_int16": True, "frequency_min": 50, "frequency_max": 14000}}

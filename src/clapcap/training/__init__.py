@@ -1,0 +1,1 @@
+"""clapcap.training: training loops (imports encoders, never the reverse)."""

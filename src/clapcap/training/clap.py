@@ -1,0 +1,296 @@
+"""Contrastive training of a transformers ``ClapModel`` (the embedded default CLAP).
+
+Reusable pieces (RobustCLAP imports them):
+
+- :func:`clap_batches` - shuffled batches from a :class:`~clapcap.encoders.features.FeatureCache`
+  (one random caption per clip, seeded per epoch so a resumed run sees the same batches);
+- :func:`symmetric_contrastive_loss` - the default ``loss_fn(model, batch) -> Tensor``;
+- :func:`embed_cache` / :func:`t2a_recall` - validation embeddings and text-to-audio R@k;
+- :func:`fit` - the resumable epoch loop (checkpoint after every epoch, so a crash loses at
+  most the current epoch); it takes any ``loss_fn`` and ``make_batches``;
+- :func:`train_clap` - the whole step: cache features, build, fit, guard, save.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.encoders.config import TrainClapParams
+from clapcap.encoders.features import FeatureCache, cache_features
+from clapcap.encoders.hf_clap import ClapPreprocessing, tokenize
+from clapcap.utils.io import atomic_path, read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+Batch = dict[str, Any]
+LossFn = Callable[[Any, Batch], Any]
+RESULT = "train_result.json"
+
+
+class TrainingCollapsed(RuntimeError):
+    """Validation retrieval stayed near chance: the contrastive training collapsed."""
+
+
+def clap_batches(cache: FeatureCache, tokenizer: Any, *, batch_size: int, seed: int,
+                 column: str = "captions") -> list[Batch]:
+    """Shuffled batches of distinct clips with one random caption each (deterministic per seed)."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(cache))
+    batches = []
+    for start in range(0, len(order) - 1, batch_size):
+        idx = order[start:start + batch_size]
+        if len(idx) < 2:  # a contrastive batch needs negatives
+            continue
+        caps = [cache.captions[column][i][rng.integers(len(cache.captions[column][i]))] for i in idx]
+        batches.append({"input_features": torch.from_numpy(cache.features[idx].astype(np.float32)),
+                        "is_longer": torch.from_numpy(cache.is_longer[idx]),
+                        "clip_index": torch.from_numpy(idx), **tokenize(tokenizer, caps)})
+    return batches
+
+
+def symmetric_contrastive_loss(model: Any, batch: Batch) -> Any:
+    """CLIP loss: mean of audio->text and text->audio cross-entropy over the batch."""
+    import torch
+    import torch.nn.functional as F
+
+    audio = model.get_audio_features(input_features=batch["input_features"], is_longer=batch["is_longer"])
+    text = model.get_text_features(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    logits_t2a = model.logit_scale_t.exp().clamp(max=100) * text @ audio.T  # (B, B)
+    logits_a2t = model.logit_scale_a.exp().clamp(max=100) * audio @ text.T
+    labels = torch.arange(audio.shape[0], device=audio.device)
+    return (F.cross_entropy(logits_t2a, labels) + F.cross_entropy(logits_a2t, labels)) / 2
+
+
+def embed_cache(model: Any, tokenizer: Any, cache: FeatureCache, *, column: str = "captions",
+                batch_size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Embed cached clips and all their captions. Returns ``(audio, text, caption_clip_index)``."""
+    import torch
+
+    caps = [(i, c) for i, cs in enumerate(cache.captions[column]) for c in cs]
+    audio, text = [], []
+    model.eval()
+    with torch.inference_mode():
+        for s in range(0, len(cache), batch_size):
+            feats = torch.from_numpy(cache.features[s:s + batch_size].astype(np.float32))
+            longer = torch.from_numpy(cache.is_longer[s:s + batch_size])
+            audio.append(model.get_audio_features(input_features=feats, is_longer=longer).numpy())
+        for s in range(0, len(caps), batch_size):
+            enc = tokenize(tokenizer, [c for _, c in caps[s:s + batch_size]])
+            text.append(model.get_text_features(**enc).numpy())
+    return np.concatenate(audio), np.concatenate(text), np.array([i for i, _ in caps], dtype=np.int64)
+
+
+def t2a_recall(audio: np.ndarray, text: np.ndarray, clip_index: np.ndarray, ks: Iterable[int] = (1, 10)) -> dict:
+    """Text-to-audio recall@k (ties pessimistic) plus chance levels ``chance@k = k / n_clips``."""
+    a = audio / np.linalg.norm(audio, axis=1, keepdims=True)
+    t = text / np.linalg.norm(text, axis=1, keepdims=True)
+    sim = t @ a.T  # (n_captions, n_clips)
+    pos = sim[np.arange(len(t)), clip_index][:, None]
+    rank = (sim >= pos).sum(axis=1)  # 1-based; equal scores count against the positive
+    out = {}
+    for k in ks:
+        out[f"t2a_r@{k}"] = float((rank <= k).mean())
+        out[f"chance@{k}"] = min(1.0, k / a.shape[0])
+    return out
+
+
+def _lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1 + np.cos(np.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+    return f
+
+
+def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, checkpoint_path: str | Path,
+        lr: float = 1e-3, weight_decay: float = 0.01, warmup_steps: int = 50,
+        loss_fn: LossFn = symmetric_contrastive_loss,
+        evaluate: Callable[[Any], dict[str, float]] | None = None,
+        on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
+        signature: str = "", progress: bool = True) -> list[dict[str, float]]:
+    """Train ``model`` for ``epochs``, resuming from ``checkpoint_path`` when it exists.
+
+    ``make_batches(epoch)`` returns that epoch's batches; ``loss_fn(model, batch)`` returns a
+    scalar tensor. After each epoch the model, optimizer, scheduler and history are saved
+    atomically to ``checkpoint_path`` with ``signature``; a checkpoint with another
+    signature (other params or data) is ignored rather than resumed.
+
+    Returns:
+        The per-epoch history (``epoch``, ``loss``, ``seconds`` and ``evaluate``'s keys).
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    steps_per_epoch = len(make_batches(0))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(warmup_steps, epochs * steps_per_epoch))
+    history: list[dict[str, float]] = []
+    checkpoint_path = Path(checkpoint_path)
+    state = torch.load(checkpoint_path, map_location="cpu", weights_only=False) if checkpoint_path.is_file() else None
+    if state is not None and state.get("signature", "") != signature:
+        logger.warning("%s belongs to another run (signature differs): starting afresh", checkpoint_path)
+        state = None
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        history = state["history"]
+        logger.info("resuming from %s after epoch %d", checkpoint_path, len(history))
+    for epoch in range(len(history), epochs):
+        t0, losses = time.perf_counter(), []
+        model.train()
+        for batch in tqdm(make_batches(epoch), desc=f"epoch {epoch + 1}/{epochs}", disable=not progress, leave=False):
+            loss = loss_fn(model, batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(float(loss.detach()))
+        row = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": time.perf_counter() - t0}
+        if evaluate is not None:
+            row.update(evaluate(model))
+        history.append(row)
+        with atomic_path(checkpoint_path) as tmp:
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                        "scheduler": sched.state_dict(), "history": history, "signature": signature}, tmp)
+        logger.info("epoch %d: %s", epoch + 1, {k: round(v, 4) for k, v in row.items()})
+        if on_epoch_end is not None:
+            on_epoch_end(epoch + 1, row)
+    return history
+
+
+@dataclass
+class TrainClapResult:
+    """What :func:`train_clap` produced."""
+
+    model_dir: str
+    result_path: str
+    history: list[dict[str, float]]
+    val: dict[str, float]
+    seconds: float
+    signature: str = ""
+    skipped: bool = False
+
+
+_UNTRACKED = ("track", "register_name", "register_alias", "torch_threads", "out_dir", "dataset_dir")
+
+
+def run_signature(cfg: TrainClapParams, dataset_dir: Path) -> str:
+    """Hash of what decides the trained weights (params and the manifest's mtime)."""
+    import hashlib
+    import json
+
+    from clapcap.config import to_dict
+
+    manifest = dataset_dir / "manifest.csv"
+    stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
+    params = {k: v for k, v in to_dict(cfg).items() if k not in _UNTRACKED}
+    blob = json.dumps([params, str(dataset_dir.resolve()), stamp], sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()
+
+
+def _load_done(result_path: Path, signature: str) -> TrainClapResult | None:
+    if not result_path.is_file():
+        return None
+    res = read_json(result_path)
+    if res.get("signature") != signature:
+        logger.info("%s was written for other params: retraining", result_path)
+        return None
+    logger.info("%s exists: training skipped", result_path)
+    return TrainClapResult(**{**res, "skipped": True})
+
+
+def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_dir: str | Path | None = None,
+               *, progress: bool = True,
+               on_epoch_end: Callable[[int, dict[str, float]], None] | None = None) -> TrainClapResult:
+    """Train the tiny default CLAP on the train split; save it to ``out_dir/model``.
+
+    Skips all work when ``out_dir/train_result.json`` exists for the same params
+    (:func:`run_signature`). Resumes from ``out_dir/checkpoints/last.pt`` after a crash.
+    Writes ``out_dir/metrics.json`` (flat validation metrics, for ``dvc metrics``).
+
+    Returns:
+        A :class:`TrainClapResult`.
+
+    Raises:
+        TrainingCollapsed: when validation t2a R@10 <= ``collapse_factor`` x chance.
+    """
+    import torch
+
+    from clapcap.encoders.tiny import (
+        build_feature_extractor,
+        build_tiny_clap,
+        build_vocab,
+        save_clap,
+        tiny_preprocessing,
+    )
+
+    dataset_dir, out_dir = Path(dataset_dir or cfg.dataset_dir), Path(out_dir or cfg.out_dir)
+    sig = run_signature(cfg, dataset_dir)
+    done = _load_done(out_dir / RESULT, sig)
+    if done is not None:
+        return done
+    t0 = time.perf_counter()
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
+    prep, col = ClapPreprocessing(mel_floor_db=cfg.model.mel_floor_db), cfg.caption_column
+    fe = build_feature_extractor(cfg.model)
+    train, val = (cache_features(fe, prep, dataset_dir, split, out_dir / "cache" / f"{split}.npz",
+                                 caption_columns=[col], progress=progress) for split in ("train", cfg.eval_split))
+    vocab = build_vocab((c for cs in train.captions[col] for c in cs), min_count=cfg.min_word_count)
+    model, tokenizer, fe = build_tiny_clap(cfg.model, vocab, seed=cfg.seed)
+    history = fit(model, make_batches=lambda e: clap_batches(train, tokenizer, batch_size=cfg.batch_size,
+                                                             seed=cfg.seed * 1000 + e, column=col),
+                  epochs=cfg.epochs, checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
+                  weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, signature=sig,
+                  evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
+                  on_epoch_end=on_epoch_end, progress=progress)
+    final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
+    if final["t2a_r@10"] <= cfg.collapse_factor * final["chance@10"]:
+        raise TrainingCollapsed(f"{out_dir}: {cfg.eval_split} t2a R@10 {final['t2a_r@10']:.3f} <= "
+                                f"{cfg.collapse_factor} x chance {final['chance@10']:.3f}; try a lower lr")
+    model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=tiny_preprocessing(cfg.model))
+    result = TrainClapResult(model_dir=str(model_dir), result_path=str(out_dir / RESULT), history=history,
+                             val=final, seconds=time.perf_counter() - t0, signature=sig)
+    write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history), "seconds": result.seconds,
+                                          "n_train_clips": len(train), "n_val_clips": len(val)})
+    write_json(out_dir / RESULT, {k: v for k, v in asdict(result).items() if k != "skipped"})
+    return result
+
+
+def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainClapResult:
+    """:func:`train_clap` inside an MLflow run (when ``params.track``): per-epoch metrics, the
+    result file, and the model registered as ``register_name`` with alias ``register_alias``.
+
+    Returns:
+        The :class:`TrainClapResult` (``skipped`` when the result file already existed).
+    """
+    from clapcap.config import to_dict
+
+    if not params.track:
+        return train_clap(params, progress=progress)
+    from clapcap import tracking
+
+    with tracking.stage_run("train_clap", experiment="clapcap-retrieval", params=to_dict(params)):
+        res = train_clap(params, progress=progress,
+                         on_epoch_end=lambda epoch, row: tracking.log_metrics(row, step=epoch))
+        tracking.set_tags({"skipped": res.skipped})
+        if not res.skipped:
+            tracking.log_metrics(res.val, prefix="final_val")
+            tracking.log_artifact(res.result_path)
+            uri = tracking.log_loader_pyfunc_model(
+                "default_clap", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
+                input_example=["a dog barks", "rain falls on a roof"])
+            version = tracking.register_model(uri, params.register_name, alias=params.register_alias)
+            logger.info("registered %s version %d (alias %s)", params.register_name, version, params.register_alias)
+    return res

@@ -1,0 +1,84 @@
+"""Checkpoint identity report on synthetic dumps (the laion/HF proof is in tests/encoders)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from clapcap.retrieval.dump import DumpError, EmbeddingDump, save_dump
+from clapcap.retrieval.identity import DIFFERENT, SAME, checkpoint_identity, identity_report
+
+
+def _dump(seed=0, n=12, per=3, dim=16, noise=0.0, base_seed=None, order=None):
+    rng = np.random.default_rng(seed if base_seed is None else base_seed)
+    audio = rng.normal(size=(n, dim))
+    idx = np.repeat(np.arange(n), per)
+    text = audio[idx] + rng.normal(size=(idx.size, dim))
+    if noise:
+        r = np.random.default_rng(seed + 100)
+        audio = audio + noise * r.normal(size=audio.shape)
+        text = text + noise * r.normal(size=text.shape)
+    ids, caps = [f"c{i}" for i in range(n)], [f"cap {j}" for j in range(idx.size)]
+    if order is not None:  # reorder clips (and re-point captions) without changing content
+        inv = np.argsort(order)
+        audio, ids = audio[order], [ids[i] for i in order]
+        idx = inv[idx]
+    return EmbeddingDump(audio.astype(np.float32), text.astype(np.float32), idx.astype(np.int64), ids, caps,
+                         {"pipeline": f"p{seed}", "checkpoint": "x"})
+
+
+def test_same_weights_tiny_noise_is_same_checkpoint():
+    rep = checkpoint_identity(_dump(0), _dump(1, base_seed=0, noise=1e-4))
+    assert rep["verdict"] == SAME and rep["cross_pipeline_comparable"] is True
+    assert rep["audio_cosine"]["min"] > 0.999 and rep["similarity"]["pearson"] > 0.9999
+    assert set(rep["audio_cosine"]["per_item"]) == {f"c{i}" for i in range(12)}
+
+
+def test_different_weights_are_flagged():
+    rep = checkpoint_identity(_dump(0), _dump(5))
+    assert rep["verdict"] == DIFFERENT and rep["cross_pipeline_comparable"] is False
+    assert rep["verdict"] == "different checkpoints: cross-pipeline numeric parity is not attainable"
+    assert rep["audio_cosine"]["mean"] < 0.5
+
+
+def test_one_bad_caption_breaks_identity():
+    a, b = _dump(0), _dump(0)
+    b.text_embeds[4] = -b.text_embeds[4]
+    rep = checkpoint_identity(a, b)
+    assert rep["verdict"] == DIFFERENT and rep["text_cosine"]["min"] < -0.99
+
+
+def test_rows_are_aligned_by_clip_id_and_caption():
+    order = np.random.default_rng(3).permutation(12)
+    rep = checkpoint_identity(_dump(0), _dump(0, order=order))
+    assert rep["verdict"] == SAME and rep["similarity"]["max_abs_diff"] < 1e-6
+
+
+def test_dimension_mismatch_is_different_not_an_error():
+    rep = checkpoint_identity(_dump(0, dim=16), _dump(0, dim=8))
+    assert rep["verdict"] == DIFFERENT and "audio_cosine" not in rep
+
+
+def test_mismatched_data_raise():
+    with pytest.raises(DumpError, match="different clips"):
+        checkpoint_identity(_dump(0, n=12), _dump(0, n=10))
+    b = _dump(0)
+    b.captions[0] = "something else"
+    with pytest.raises(DumpError, match="caption 0 of A"):
+        checkpoint_identity(_dump(0), b)
+    with pytest.raises(ValueError, match="cos_threshold"):
+        checkpoint_identity(_dump(0), _dump(0), cos_threshold=1.5)
+
+
+def test_report_file_and_cli(tmp_path):
+    a, b = save_dump(_dump(0), tmp_path / "a.npz"), save_dump(_dump(7), tmp_path / "b.npz")
+    rep = identity_report(a, b, tmp_path / "r.json")
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == rep["verdict"] == DIFFERENT
+
+    from clapcap.cli import main
+
+    assert main(["retrieval", "identity", "--a", str(a), "--b", str(a), "--out", str(tmp_path / "s.json")]) == 0
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert saved["verdict"] == SAME and saved["a"] == str(a)
+    assert main(["retrieval", "identity", "--a", str(a), "--b", str(tmp_path / "missing.npz"),
+                 "--out", str(tmp_path / "t.json")]) == 2

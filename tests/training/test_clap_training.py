@@ -1,0 +1,94 @@
+"""Tiny CLAP contrastive training: runs, saves a loadable model, skips, resumes, guards collapse."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from clapcap.encoders.config import TrainClapParams
+from clapcap.training.clap import (
+    TrainingCollapsed,
+    symmetric_contrastive_loss,
+    t2a_recall,
+    train_clap,
+)
+
+
+def _params(tmp_path, tiny_corpus, **kw):
+    base = dict(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
+                warmup_steps=2, collapse_factor=0.0, track=False)
+    return TrainClapParams(**{**base, **kw})
+
+
+def test_train_save_load_and_skip(tiny_corpus, tmp_path):
+    from clapcap.encoders.base import EncoderConfig, create_encoder
+
+    res = train_clap(_params(tmp_path, tiny_corpus), progress=False)
+    assert len(res.history) == 2 and all(np.isfinite(r["loss"]) for r in res.history)
+    assert {"t2a_r@1", "t2a_r@10", "chance@10"} <= set(res.val)
+    saved = json.loads((tmp_path / "clap" / "train_result.json").read_text())
+    assert saved["model_dir"] == res.model_dir
+    enc = create_encoder(EncoderConfig(checkpoint=res.model_dir))
+    assert enc.prep.mel_floor_db == -50.0
+    assert enc.embed_text(["a dog barks"]).shape == (1, 64)
+    again = train_clap(_params(tmp_path, tiny_corpus), progress=False)
+    assert again.skipped and again.history == res.history
+
+
+def test_resume_after_crash(tiny_corpus, tmp_path):
+    calls = []
+
+    def crash_after_first(epoch, _row):
+        calls.append(epoch)
+        if epoch == 1:
+            raise KeyboardInterrupt("simulated crash")
+
+    with pytest.raises(KeyboardInterrupt):
+        train_clap(_params(tmp_path, tiny_corpus), progress=False, on_epoch_end=crash_after_first)
+    assert (tmp_path / "clap" / "checkpoints" / "last.pt").is_file()
+    assert not (tmp_path / "clap" / "train_result.json").exists()
+    res = train_clap(_params(tmp_path, tiny_corpus), progress=False, on_epoch_end=lambda e, r: calls.append(e))
+    assert calls == [1, 2] and [r["epoch"] for r in res.history] == [1, 2]
+    (tmp_path / "clap" / "train_result.json").unlink()  # keep the 2-epoch checkpoint of the old params
+    other = train_clap(_params(tmp_path, tiny_corpus, epochs=1, lr=5e-4), progress=False)
+    assert not other.skipped and len(other.history) == 1  # other params: neither skipped nor resumed
+    assert other.signature != res.signature
+
+
+def test_collapse_guard(tiny_corpus, tmp_path):
+    with pytest.raises(TrainingCollapsed, match="R@10 .* <= 1000.0 x chance"):
+        train_clap(_params(tmp_path, tiny_corpus, epochs=1, collapse_factor=1000.0), progress=False)
+    assert not (tmp_path / "clap" / "train_result.json").exists()
+
+
+def test_loss_and_recall_helpers():
+    from clapcap.encoders.tiny import TinyClapConfig, build_tiny_clap
+
+    model, tok, _ = build_tiny_clap(TinyClapConfig(), ["a", "dog"], seed=0)
+    enc = tok(["a dog", "dog a"], padding=True, return_tensors="pt", return_token_type_ids=False)
+    batch = {"input_features": torch.randn(2, 1, 251, 64), "is_longer": torch.zeros(2, 1, dtype=torch.bool),
+             "input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+    loss = symmetric_contrastive_loss(model, batch)
+    assert loss.ndim == 0 and torch.isfinite(loss)
+    audio = np.eye(4)
+    rec = t2a_recall(audio, audio[[0, 1, 2, 3, 3]], np.array([0, 1, 2, 3, 2]), ks=(1,))
+    assert rec["t2a_r@1"] == pytest.approx(0.8) and rec["chance@1"] == 0.25
+    const = t2a_recall(np.ones((4, 2)), np.ones((4, 2)), np.arange(4), ks=(1,))
+    assert const["t2a_r@1"] == 0.0  # ties are pessimistic
+
+
+@pytest.mark.slow
+def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
+    from clapcap import tracking
+    from clapcap.training.clap import run_train_clap
+
+    params = _params(tmp_path, tiny_corpus, epochs=1, track=True, register_name="test-default-clap")
+    res = run_train_clap(params, progress=False)
+    version = tracking.get_model_version_by_alias("test-default-clap", "champion")
+    assert int(version.version) == 1
+    model = tracking.load_pyfunc_model("models:/test-default-clap@champion")
+    emb = np.asarray(model.predict(["a dog barks", "rain"]))
+    assert emb.shape == (2, 64)
+    runs = tracking.search_runs("clapcap-retrieval")
+    assert "metrics.t2a_r10" in runs.columns and res.model_dir
