@@ -1,0 +1,123 @@
+"""The ``robust_paraphrase`` step: give every caption of a dataset its two paraphrase views.
+
+The output folder holds a manifest whose ``paraphrases_v1`` / ``paraphrases_v2`` columns
+are aligned with ``captions`` (a view that the LLM failed to produce is ``null``), a
+``dataset.json`` pointing at the source audio root, and ``paraphrase_report.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from clapcap.data.manifest import ManifestError, write_manifest
+from clapcap.data.prepare import load_dataset
+from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
+from clapcap.utils.io import write_json
+
+logger = logging.getLogger(__name__)
+
+VIEW_COLUMNS = {"view1": "paraphrases_v1", "view2": "paraphrases_v2"}
+
+
+@dataclass
+class ParaphraseParams:
+    """``params.yaml`` section ``robust_paraphrase``."""
+
+    backend: Literal["corpus", "llm"] = "corpus"
+    dataset_dir: str = "data/corpus"
+    out_dir: str = "data/robust/paraphrased"
+    splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
+    max_clips: int | None = None
+    llm: LLMParams = field(default_factory=LLMParams)
+    track: bool = True
+    experiment: str = "clapcap-robust"
+
+
+def check_views(df: pd.DataFrame, origin: str) -> dict[str, int]:
+    """Check the view columns exist and are aligned with ``captions``.
+
+    Returns:
+        Per view, the number of captions that have a (non-null) paraphrase.
+
+    Raises:
+        ManifestError: naming ``origin``, the row and clip of the first misaligned list.
+    """
+    counts = {}
+    for view, col in VIEW_COLUMNS.items():
+        if col not in df.columns:
+            raise ManifestError(f"{origin}: no {col} column; use the llm backend to create views")
+        n = 0
+        for i, (cid, caps, paras) in enumerate(zip(df["clip_id"], df["captions"], df[col], strict=True)):
+            if not isinstance(paras, list) or len(paras) != len(caps):
+                raise ManifestError(f"{origin}: row {i} (clip {cid}): {col} must be a list aligned with "
+                                    f"its {len(caps)} captions, found {paras!r}")
+            n += sum(isinstance(p, str) and bool(p.strip()) for p in paras)
+        counts[view] = n
+    return counts
+
+
+def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
+    captions = [c for caps in df["captions"] for c in caps]
+    results = LLMParaphraser(params).paraphrase_many(captions, progress=progress)
+    out = df.copy()
+    for view, col in VIEW_COLUMNS.items():
+        out[col] = [[results[c].views[view] for c in caps] for caps in df["captions"]]
+    failures = [{"caption": r.caption, "view": v, "error": e}
+                for r in results.values() for v, e in r.errors.items()]
+    stats = {"n_unique_captions": len(results), "n_failed_views": len(failures),
+             "n_rewritten_views": sum(sum(r.rewritten.values()) for r in results.values()),
+             "failures": failures[:200]}
+    return out, stats
+
+
+def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> dict[str, Any]:
+    """Write the paraphrased manifest for ``params.splits`` of ``params.dataset_dir``.
+
+    Returns:
+        The report (also written to ``out_dir/paraphrase_report.json``).
+
+    Raises:
+        ManifestError: when the corpus backend finds missing or misaligned views.
+        LLMError: when the LLM endpoint keeps failing (rerun to resume from the cache).
+    """
+    ds = load_dataset(params.dataset_dir)
+    df = ds.manifest[ds.manifest["split"].isin(params.splits)].reset_index(drop=True)
+    if params.max_clips is not None:
+        df = df.iloc[: params.max_clips].reset_index(drop=True)
+    if df.empty:
+        raise ValueError(f"{params.dataset_dir}: no clips in splits {params.splits}")
+    stats: dict[str, Any] = {}
+    if params.backend == "llm":
+        df, stats = _llm_views(df, params.llm, progress)
+    out_dir = Path(params.out_dir)
+    counts = check_views(df, f"{params.dataset_dir}/manifest.csv")
+    write_manifest(df, out_dir / "manifest.csv")
+    write_json(out_dir / "dataset.json", {"root": str(ds.root), "source": f"paraphrased:{params.backend}",
+                                          "n_clips": len(df)})
+    n_caps = int(sum(len(c) for c in df["captions"]))
+    report = {"backend": params.backend, "n_clips": len(df), "n_captions": n_caps,
+              "n_views": counts, **stats}
+    write_json(out_dir / "paraphrase_report.json", report)
+    logger.info("paraphrases (%s): %d clips, %d captions, views %s -> %s", params.backend, len(df),
+                n_caps, counts, out_dir)
+    return report
+
+
+def run_paraphrase(params: ParaphraseParams, *, progress: bool = True) -> dict[str, Any]:
+    """:func:`paraphrase_dataset` inside an MLflow run (when ``params.track``): params (never
+    the API key, which is not a parameter), counts, and the report. Returns the report."""
+    if not params.track:
+        return paraphrase_dataset(params, progress=progress)
+    from clapcap import tracking
+    from clapcap.config import to_dict
+
+    with tracking.stage_run("robust_paraphrase", experiment=params.experiment, params=to_dict(params)):
+        report = paraphrase_dataset(params, progress=progress)
+        tracking.log_metrics({k: v for k, v in report.items() if k != "failures"})
+        tracking.log_artifact(Path(params.out_dir) / "paraphrase_report.json")
+    return report

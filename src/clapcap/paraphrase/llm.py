@@ -1,0 +1,154 @@
+"""The LLM paraphrase backend: two steps against an OpenAI-compatible endpoint, cached.
+
+Step 1 generates view 1 and view 2 of a caption from human-written in-context examples;
+step 2 checks each view keeps every sound event and attribute and rewrites it when
+specificity is lost. Every finished call (success or final failure) is cached in a JSONL
+file keyed by step, caption, prompt and model (:mod:`clapcap.paraphrase.cache`).
+
+Failure handling:
+
+- rate limits and transient errors: retried with backoff by :class:`ChatClient`; when
+  they persist the run stops (:class:`LLMError`) and a rerun resumes from the cache;
+- a malformed answer: asked again ``malformed_retries`` times, then recorded as failed.
+  A failed view is written as ``null`` in the output manifest, never as a paraphrase.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from clapcap.paraphrase.cache import JsonlCache, cache_key
+from clapcap.paraphrase.client import ChatClient, LLMResponseError, Message, RetryPolicy
+from clapcap.paraphrase.prompts import (
+    PROMPT_VERSION,
+    MalformedAnswer,
+    correction_messages,
+    generation_messages,
+    parse_correction,
+    parse_generation,
+)
+from clapcap.paraphrase.secrets import resolve_api_key
+
+logger = logging.getLogger(__name__)
+
+VIEWS = ("view1", "view2")
+
+
+@dataclass
+class LLMParams:
+    """The LLM backend's parameters (no secret here: the key is read from ``api_key_env``)."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "meta-llama/Meta-Llama-3-70B-Instruct"
+    api_key_env: str = "OPENAI_API_KEY"
+    env_file: str = ".env"
+    temperature: float = 0.7
+    correction_temperature: float = 0.0
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    malformed_retries: int = 2
+    correction: bool = True
+    retry_failed: bool = False
+    workers: int = 4
+    cache_path: str = "data/robust/llm_cache.jsonl"
+
+
+@dataclass
+class ParaphraseResult:
+    """Both views of one caption; a view is None when it failed (see ``errors``)."""
+
+    caption: str
+    views: dict[str, str | None] = field(default_factory=dict)
+    rewritten: dict[str, bool] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def build_client(params: LLMParams) -> ChatClient:
+    """A :class:`ChatClient` for ``params`` with the API key from the environment or ``.env``."""
+    key = resolve_api_key(params.api_key_env, params.env_file or None)
+    retry = RetryPolicy(params.max_retries, params.backoff_s, params.max_backoff_s)
+    return ChatClient(params.base_url, params.model, api_key=key, timeout_s=params.timeout_s, retry=retry)
+
+
+class LLMParaphraser:
+    """Two-step paraphrasing of single captions with a cache (thread-safe)."""
+
+    def __init__(self, params: LLMParams, *, client: ChatClient | None = None,
+                 cache: JsonlCache | None = None) -> None:
+        self.params = params
+        self.client = client or build_client(params)
+        self.cache = cache or JsonlCache(params.cache_path)
+
+    def _call(self, step: str, messages: list[Message], caption: str,
+              parse: Callable[[str], Any], temperature: float) -> dict[str, Any]:
+        """One cached step: ask, validate, re-ask on a malformed answer, record the outcome."""
+        p = self.params
+        key = cache_key(step, p.model, messages, temperature=temperature, prompt=PROMPT_VERSION)
+        hit = self.cache.get(key)
+        if hit is not None and (hit["status"] == "ok" or not p.retry_failed):
+            return hit
+        raw, error = None, ""
+        for attempt in range(p.malformed_retries + 1):
+            try:
+                raw = self.client.complete(messages, temperature=temperature, max_tokens=p.max_tokens)
+                value = parse(raw)
+            except (MalformedAnswer, LLMResponseError) as err:
+                error = f"attempt {attempt + 1}: {err}"
+                logger.debug("%s of %r malformed: %s", step, caption, err)
+                continue
+            rec = {"key": key, "step": step, "model": p.model, "caption": caption,
+                   "status": "ok", "value": value, "raw": raw, "error": None}
+            self.cache.put(rec)
+            return rec
+        logger.warning("%s of %r failed after %d attempt(s): %s", step, caption,
+                       p.malformed_retries + 1, error)
+        rec = {"key": key, "step": step, "model": p.model, "caption": caption,
+               "status": "failed", "value": None, "raw": raw, "error": error}
+        self.cache.put(rec)
+        return rec
+
+    def paraphrase(self, caption: str) -> ParaphraseResult:
+        """Generate (and, when ``correction``, check and fix) both views of ``caption``.
+
+        Raises:
+            LLMError: when the endpoint keeps failing (nothing is cached for this caption).
+        """
+        p = self.params
+        out = ParaphraseResult(caption)
+        gen = self._call("generate", generation_messages(caption), caption,
+                         lambda raw: parse_generation(raw, caption), p.temperature)
+        for view in VIEWS:
+            out.rewritten[view] = False
+            if gen["status"] != "ok":
+                out.views[view], out.errors[view] = None, f"generate: {gen['error']}"
+                continue
+            draft = gen["value"][view]
+            if not p.correction:
+                out.views[view] = draft
+                continue
+            corr = self._call(f"correct-{view}", correction_messages(caption, view, draft), caption,
+                              lambda raw, d=draft: list(parse_correction(raw, caption, d)),
+                              p.correction_temperature)
+            if corr["status"] != "ok":
+                out.views[view], out.errors[view] = None, f"correct: {corr['error']}"
+                continue
+            out.views[view], out.rewritten[view] = corr["value"][0], bool(corr["value"][1])
+        return out
+
+    def paraphrase_many(self, captions: list[str], *, progress: bool = False) -> dict[str, ParaphraseResult]:
+        """Paraphrase unique ``captions`` with ``workers`` threads; returns caption -> result."""
+        unique = list(dict.fromkeys(captions))
+        with ThreadPoolExecutor(max_workers=max(1, self.params.workers)) as pool:
+            results = pool.map(self.paraphrase, unique)
+            if progress:
+                from tqdm.auto import tqdm
+
+                results = tqdm(results, total=len(unique), desc="paraphrase", unit="caption")
+            return dict(zip(unique, results, strict=True))

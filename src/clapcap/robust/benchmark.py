@@ -1,0 +1,290 @@
+"""The ``robust_benchmark`` step: retrieval on original and paraphrased queries, zero-shot check.
+
+For every model (an HF ``ClapModel`` folder) and every benchmark (a manifest caption
+column: the original captions, view 1, view 2) of one split:
+
+- t2a and a2t R@k (and mAP, MRR, median rank) with percentile bootstrap intervals
+  (:mod:`clapcap.retrieval.metrics` / :mod:`clapcap.retrieval.bootstrap`); the dump of
+  every (model, benchmark) is saved in the :mod:`clapcap.retrieval.dump` format;
+- the drop from original to paraphrased (paired over the aligned queries, with its CI);
+- a paired bootstrap test of the candidate (RobustCLAP) against the base, per benchmark;
+- zero-shot classification: ``label_prompt`` per class, clips ranked against the classes,
+  mAP@10 (multi-label) and top-1 accuracy (top class among the clip's labels), with CIs
+  and the paired change from the base.
+
+Everything goes to ``out_dir/benchmark.json`` plus Markdown and LaTeX tables.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
+from clapcap.retrieval.dump import EmbeddingDump, save_dump
+from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
+from clapcap.robust.config import RobustBenchParams
+from clapcap.robust.data import valid_text
+from clapcap.utils.io import write_json
+
+logger = logging.getLogger(__name__)
+
+ZS = "zero_shot"
+
+
+def queries(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The valid texts of ``column`` for each clip of ``df``.
+
+    Returns:
+        ``(clip_rows, texts, caption_clip_index)``: the rows of ``df`` that have at least one
+        valid text, the texts, and for each text its position in ``clip_rows``.
+
+    Raises:
+        ValueError: when ``column`` is missing or no clip has a valid text.
+    """
+    if column not in df.columns:
+        raise ValueError(f"benchmark column {column!r} not in the manifest; found {list(df.columns)}")
+    rows, texts, index = [], [], []
+    for r, values in enumerate(df[column]):
+        good = [t for t in (values or []) if valid_text(t)]
+        if good:
+            texts += good
+            index += [len(rows)] * len(good)
+            rows.append(r)
+    if not texts:
+        raise ValueError(f"column {column!r} has no valid text in this split")
+    if len(rows) < len(df):
+        logger.warning("%s: %d of %d clips have no valid text; they are left out", column, len(df) - len(rows), len(df))
+    return np.asarray(rows), texts, np.asarray(index, dtype=np.int64)
+
+
+def average_precision_at(scores: np.ndarray, positives: np.ndarray, k: int = 10) -> np.ndarray:
+    """Per-row AP@k of (N, C) ``scores`` against bool (N, C) ``positives`` (ties pessimistic).
+
+    AP@k = (1 / min(|P|, k)) * sum over positives ranked <= k of precision at their rank.
+    """
+    # Sort by descending score, positives after negatives on ties (pessimistic).
+    order = np.lexsort((positives, -scores), axis=1)
+    rel = np.take_along_axis(positives, order, axis=1)[:, :k].astype(np.float64)
+    prec = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
+    n_pos = np.minimum(positives.sum(axis=1), k)
+    return (prec * rel).sum(axis=1) / np.maximum(n_pos, 1)
+
+
+def zero_shot(audio: np.ndarray, label_embeds: np.ndarray, positives: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-clip zero-shot scores: ``map@10`` and ``accuracy`` (top class is a true label)."""
+    from clapcap.retrieval.dump import normalize
+
+    scores = (normalize(audio) @ normalize(label_embeds).T).astype(np.float32)  # (N, C)
+    top = np.argmax(scores, axis=1)
+    return {"map@10": average_precision_at(scores, positives, 10),
+            "accuracy": positives[np.arange(len(top)), top].astype(np.float64)}
+
+
+def _labels(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Rows with labels, the sorted class list, and the bool (rows, classes) label matrix."""
+    if column not in df.columns:
+        raise ValueError(f"label column {column!r} not in the manifest")
+    rows = np.asarray([i for i, v in enumerate(df[column]) if isinstance(v, list) and v])
+    classes = sorted({lab for i in rows for lab in df[column].iat[i]})
+    pos = np.zeros((len(rows), len(classes)), dtype=bool)
+    for r, i in enumerate(rows):
+        for lab in df[column].iat[i]:
+            pos[r, classes.index(lab)] = True
+    return rows, classes, pos
+
+
+def _load_waves(dataset_dir: str, split: str, sample_rate: int) -> tuple[list[np.ndarray], list[str]]:
+    from clapcap.encoders.features import iter_split_audio
+
+    waves, ids = [], []
+    for row, wave in iter_split_audio(dataset_dir, split, sample_rate, progress=False):
+        waves.append(wave)
+        ids.append(str(row["clip_id"]))
+    return waves, ids
+
+
+def evaluate_model(name: str, model_dir: str, df: pd.DataFrame, waves: list[np.ndarray],
+                   params: RobustBenchParams) -> tuple[dict[str, PerQuery], dict[str, Any]]:
+    """Embed ``df``'s clips and every benchmark's texts with one model.
+
+    Returns:
+        ``(per_query, summary)``: per benchmark (and ``zero_shot``) the per-query metrics,
+        and per benchmark the aggregated metrics with bootstrap intervals (``ci``).
+    """
+    from clapcap.encoders.base import EncoderConfig, create_encoder
+
+    enc = create_encoder(EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size))
+    audio = enc.embed_audio(waves)
+    pqs: dict[str, PerQuery] = {}
+    summary: dict[str, Any] = {}
+    for bench, column in params.benchmarks.items():
+        rows, texts, index = queries(df, column)
+        dump = EmbeddingDump(audio[rows], enc.embed_text(texts), index, [df["clip_id"].iat[r] for r in rows],
+                             texts, meta={"model": model_dir, "benchmark": bench, "column": column,
+                                          "split": params.split, **enc.describe()})
+        save_dump(dump, Path(params.out_dir) / "dumps" / f"{name}__{bench}.npz")
+        pqs[bench] = per_query_dump(dump, ks=params.ks, origin=f"{name}/{bench}")
+        summary[bench] = _with_ci(pqs[bench], params)
+        summary[bench].update(n_clips=dump.n_clips, n_queries=dump.n_captions)
+    rows, classes, positives = _labels(df, params.label_column)
+    prompts = [params.label_prompt.format(label=c) for c in classes]
+    pqs[ZS] = {"a2l": zero_shot(audio[rows], enc.embed_text(prompts), positives)}
+    summary[ZS] = {**_with_ci(pqs[ZS], params)["a2l"], "n_clips": int(len(rows)), "classes": classes}
+    return pqs, summary
+
+
+def _with_ci(pq: PerQuery, params: RobustBenchParams) -> dict[str, Any]:
+    agg = aggregate(pq) if all("rank" in v for v in pq.values()) else \
+        {d: {m: float(np.mean(x)) for m, x in v.items()} for d, v in pq.items()}
+    ci = bootstrap_ci(pq, n_resamples=params.n_resamples, seed=params.seed, confidence=params.confidence)
+    return {d: {**agg[d], "ci": ci[d]} for d in pq}
+
+
+def _same_queries(a: PerQuery, b: PerQuery) -> bool:
+    return all(len(next(iter(a[d].values()))) == len(next(iter(b[d].values()))) for d in a)
+
+
+def drops(pqs: dict[str, PerQuery], params: RobustBenchParams) -> dict[str, Any]:
+    """Paraphrased minus original, per benchmark, paired over aligned queries (when aligned)."""
+    out = {}
+    base = pqs["original"]
+    for bench in params.benchmarks:
+        if bench == "original":
+            continue
+        if not _same_queries(pqs[bench], base):
+            logger.warning("%s: queries not aligned with the original (failed paraphrases); drop has no CI", bench)
+            out[bench] = {d: {m: {"difference": float(np.mean(pqs[bench][d][m]) - np.mean(base[d][m]))}
+                              for m in base[d] if m != "rank"} for d in base}
+            continue
+        out[bench] = paired_bootstrap(pqs[bench], base, n_resamples=params.n_resamples, seed=params.seed,
+                                      confidence=params.confidence)
+    return out
+
+
+def should_register(paired: dict[str, Any], params: RobustBenchParams) -> tuple[bool, str]:
+    """Does the candidate beat the base on ``register_metric`` of ``register_benchmark``
+    (p < alpha) without a significant loss on the original captions?
+
+    Returns:
+        ``(decision, reason)``.
+    """
+    direction, metric = params.register_metric.split("/")
+    win = paired[params.register_benchmark][direction][metric]
+    orig = paired["original"][direction][metric]
+    if not (win["difference"] > 0 and win["p_value"] < params.alpha):
+        return False, (f"{params.register_benchmark} {params.register_metric} change {win['difference']:+.4f} "
+                       f"(p={win['p_value']:.3g}) is not a significant gain")
+    if orig["difference"] < 0 and orig["p_value"] < params.alpha:
+        return False, f"original {params.register_metric} drops significantly ({orig['difference']:+.4f})"
+    return True, (f"{params.register_benchmark} {params.register_metric} {win['difference']:+.4f} "
+                  f"(p={win['p_value']:.3g}); original {orig['difference']:+.4f} (p={orig['p_value']:.3g})")
+
+
+def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
+    """Benchmark every model of ``params.models``; write JSON, Markdown and LaTeX tables.
+
+    Returns:
+        The result dict (also ``out_dir/benchmark.json``): ``models`` (per model and
+        benchmark: metrics with ``ci``; ``zero_shot``), ``drops`` (per model), ``paired``
+        (candidate vs base per benchmark, incl. ``zero_shot``), ``register`` decision.
+
+    Raises:
+        FileNotFoundError: when a model folder or the manifest is missing.
+        ValueError: when ``base``/``candidate`` are not in ``models`` or a column is missing.
+    """
+    from clapcap.data.prepare import load_dataset
+    from clapcap.robust.report import write_tables
+
+    for key in (params.base, params.candidate):
+        if key not in params.models:
+            raise ValueError(f"robust_benchmark: {key!r} is not one of models {list(params.models)}")
+    if "original" not in params.benchmarks:
+        raise ValueError("robust_benchmark.benchmarks needs an 'original' entry (the drop is measured from it)")
+    for name, path in params.models.items():
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{path}: model folder of {name!r} not found")
+    df = load_dataset(params.paraphrase_dir).split(params.split)
+    waves, ids = _load_waves(params.paraphrase_dir, params.split, _sample_rate(params))
+    assert ids == list(df["clip_id"]), "audio order must follow the manifest"
+    pqs, result = {}, {"split": params.split, "params": asdict(params), "models": {}, "drops": {}}
+    for name, path in params.models.items():
+        logger.info("benchmarking %s (%s) on %d %s clips", name, path, len(df), params.split)
+        pqs[name], result["models"][name] = evaluate_model(name, path, df, waves, params)
+        result["drops"][name] = drops(pqs[name], params)
+    result["paired"] = {bench: paired_bootstrap(pqs[params.candidate][bench], pqs[params.base][bench],
+                                                n_resamples=params.n_resamples, seed=params.seed,
+                                                confidence=params.confidence)
+                        for bench in [*params.benchmarks, ZS]}
+    decision, reason = should_register(result["paired"], params)
+    result["register"] = {"decision": decision, "reason": reason}
+    write_json(Path(params.out_dir) / "benchmark.json", result)
+    write_tables(result, params, Path(params.out_dir))
+    logger.info("%s vs %s: %s", params.candidate, params.base, reason)
+    return result
+
+
+def _sample_rate(params: RobustBenchParams) -> int:
+    from clapcap.utils.io import read_json
+
+    rates = set()
+    for path in params.models.values():
+        pre = Path(path) / "preprocessor_config.json"
+        rates.add(int(read_json(pre)["sampling_rate"]) if pre.is_file() else 48000)
+    if len(rates) != 1:
+        raise ValueError(f"models expect different sample rates {sorted(rates)}; benchmark them separately")
+    return rates.pop()
+
+
+def _flat_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """MLflow metrics: ``<model>/<benchmark>/<direction>/<metric>``, drops and paired differences."""
+    out: dict[str, float] = {}
+    for name, res in result["models"].items():
+        for bench, m in res.items():
+            dirs = {"a2l": m} if bench == ZS else {d: m[d] for d in ("t2a", "a2t")}
+            for d, vals in dirs.items():
+                out.update({f"{name}/{bench}/{d}/{k}": v for k, v in vals.items()
+                            if isinstance(v, float) and k != "median_rank"})
+        for bench, dr in result["drops"][name].items():
+            for d, vals in dr.items():
+                out.update({f"{name}/drop_{bench}/{d}/{k}": v["difference"] for k, v in vals.items()})
+    for bench, pr in result["paired"].items():
+        for d, vals in pr.items():
+            for k, v in vals.items():
+                out[f"paired/{bench}/{d}/{k}"] = v["difference"]
+                out[f"paired/{bench}/{d}/{k}_p"] = v["p_value"]
+    return out
+
+
+def run_robust_benchmark(params: RobustBenchParams) -> dict[str, Any]:
+    """:func:`run_benchmark` inside an MLflow run (when ``params.track``); registers the
+    candidate as ``register_name`` (alias ``register_alias``) when it beats the base.
+
+    Returns:
+        The benchmark result, with ``register.version`` when the model was registered.
+    """
+    if not params.track:
+        return run_benchmark(params)
+    from clapcap import tracking
+    from clapcap.config import to_dict
+
+    with tracking.stage_run("robust_benchmark", experiment=params.experiment, params=to_dict(params)):
+        result = run_benchmark(params)
+        tracking.log_metrics(_flat_metrics(result))
+        for name in ("benchmark.json", "benchmark.md", "benchmark.tex"):
+            tracking.log_artifact(Path(params.out_dir) / name)
+        tracking.set_tags({"register": result["register"]["decision"], "register_reason": result["register"]["reason"]})
+        if result["register"]["decision"]:
+            uri = tracking.log_loader_pyfunc_model(
+                "robust_clap", "clapcap.encoders.hf_clap:pyfunc_loader",
+                artifacts={"clap_dir": params.models[params.candidate]},
+                input_example=["a dog barks", "rain falls on a roof"])
+            version = tracking.register_model(uri, params.register_name, alias=params.register_alias)
+            result["register"]["version"] = version
+            logger.info("registered %s version %d (alias %s)", params.register_name, version, params.register_alias)
+    return result

@@ -1,0 +1,93 @@
+"""``params.yaml`` sections of the RobustCLAP stages (parsed with :func:`clapcap.config.load_section`).
+
+- ``robust_paraphrase``: :class:`~clapcap.paraphrase.dataset.ParaphraseParams`
+  (corpus views offline, or the two-step LLM backend);
+- ``robust_train``: :class:`RobustTrainParams` (multi-view contrastive fine-tuning);
+- ``robust_benchmark``: :class:`RobustBenchParams` (retrieval on original / view 1 /
+  view 2 captions, zero-shot classification, paired test, registration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clapcap.paraphrase.dataset import ParaphraseParams
+from clapcap.paraphrase.llm import LLMParams
+from clapcap.robust.loss import MultiViewLossConfig
+
+__all__ = ["LLMParams", "MultiViewLossConfig", "ParaphraseParams", "RobustBenchParams", "RobustTrainParams"]
+
+
+@dataclass
+class RobustTrainParams:
+    """Section ``robust_train``: fine-tune a CLAP with paraphrase views of the train split.
+
+    Attributes:
+        paraphrase_dir: output of ``robust_paraphrase`` (manifest with view columns).
+        base_model: an HF ``ClapModel`` folder (the default CLAP is ``models/default_clap/model``).
+        data_fraction: fraction of the train clips used (seeded subset), as the paper
+            fine-tunes on a fraction of the pretraining data.
+        extend_vocab: word-level tokenizers only (the tiny default CLAP): add words of the
+            *train* captions and views that the tokenizer lacks, so view-2 words are not
+            ``<unk>`` (a subword tokenizer needs nothing; ignored there).
+        freeze_audio: train only the text tower, projections and logit scales.
+        collapse_factor: fail when validation t2a R@10 on captions <= factor x chance.
+    """
+
+    paraphrase_dir: str = "data/robust/paraphrased"
+    base_model: str = "models/default_clap/model"
+    out_dir: str = "models/robust_clap"
+    loss: MultiViewLossConfig = field(default_factory=MultiViewLossConfig)
+    epochs: int = 4
+    batch_size: int = 32
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup_steps: int = 10
+    seed: int = 0
+    data_fraction: float = 1.0
+    extend_vocab: bool = True
+    freeze_audio: bool = False
+    eval_split: str = "val"
+    collapse_factor: float = 3.0
+    track: bool = True
+    experiment: str = "clapcap-robust"
+
+
+@dataclass
+class RobustBenchParams:
+    """Section ``robust_benchmark``: compare CLAP models on original and paraphrased queries.
+
+    Attributes:
+        models: display name -> HF ``ClapModel`` folder; ``base`` names the reference and
+            ``candidate`` the fine-tuned model tested (and registered) against it.
+        benchmarks: display name -> manifest column (``captions`` = original).
+        label_prompt: zero-shot prompt; ``{label}`` is replaced by each class name.
+        register_metric / register_benchmark: the model is registered when it beats the
+            base on this metric of this benchmark (p < ``alpha``) and is not significantly
+            worse on the original captions.
+    """
+
+    paraphrase_dir: str = "data/robust/paraphrased"
+    split: str = "test"
+    models: dict[str, str] = field(default_factory=lambda: {"CLAP": "models/default_clap/model",
+                                                            "RobustCLAP": "models/robust_clap/model"})
+    base: str = "CLAP"
+    candidate: str = "RobustCLAP"
+    benchmarks: dict[str, str] = field(default_factory=lambda: {"original": "captions",
+                                                                "view1": "paraphrases_v1",
+                                                                "view2": "paraphrases_v2"})
+    ks: list[int] = field(default_factory=lambda: [1, 5, 10])
+    n_resamples: int = 1000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    seed: int = 0
+    batch_size: int = 64
+    label_column: str = "labels"
+    label_prompt: str = "the sound of a {label}"
+    out_dir: str = "results/robust"
+    register_metric: str = "t2a/r@10"
+    register_benchmark: str = "view2"
+    register_name: str = "clapcap-robust-clap"
+    register_alias: str = "champion"
+    track: bool = True
+    experiment: str = "clapcap-robust"

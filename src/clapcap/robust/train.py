@@ -1,0 +1,205 @@
+"""The ``robust_train`` step: fine-tune a CLAP with the multi-view contrastive loss.
+
+Reuses the default CLAP's machinery (:mod:`clapcap.training.clap`): feature caching,
+the resumable :func:`~clapcap.training.clap.fit` loop (checkpoint after every epoch),
+validation embeddings and R@k. Views come from the **train** split only; validation
+reports t2a R@k on the original captions and on each view.
+
+Output folder (``out_dir``): ``model/`` (an HF CLAP folder the ``hf_clap`` backend
+loads), ``checkpoints/last.pt``, ``cache/``, ``train_result.json`` (its presence skips
+the step).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.encoders.features import cache_features
+from clapcap.encoders.hf_clap import ClapPreprocessing
+from clapcap.robust.config import RobustTrainParams
+from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
+from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
+from clapcap.utils.io import read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+RESULT = "train_result.json"
+
+
+@dataclass
+class RobustTrainResult:
+    """What :func:`train_robust_clap` produced."""
+
+    model_dir: str
+    result_path: str
+    base_model: str
+    history: list[dict[str, float]]
+    val: dict[str, float]
+    n_train_clips: int
+    added_words: list[str]
+    seconds: float
+    skipped: bool = False
+
+
+def extend_vocabulary(model: Any, tokenizer: Any, texts: list[str]) -> tuple[Any, list[str]]:
+    """Add the words of ``texts`` that a word-level tokenizer lacks; resize the text embeddings.
+
+    Existing token ids are kept. Subword tokenizers are returned unchanged.
+
+    Returns:
+        ``(tokenizer, added words)``.
+    """
+    from clapcap.encoders.tiny import SPECIALS, build_tokenizer, build_vocab
+
+    if type(tokenizer.backend_tokenizer.model).__name__ != "WordLevel":
+        return tokenizer, []
+    vocab = tokenizer.get_vocab()
+    new = [w for w in build_vocab(texts) if w not in vocab]
+    if not new:
+        return tokenizer, []
+    words = [w for w, _ in sorted(vocab.items(), key=lambda kv: kv[1]) if w not in SPECIALS]
+    extended = build_tokenizer(words + new, int(tokenizer.model_max_length))
+    assert all(extended.get_vocab()[w] == i for w, i in vocab.items()), "token ids must not move"
+    model.text_model.resize_token_embeddings(len(extended))
+    model.config.text_config.vocab_size = len(extended)
+    return extended, new
+
+
+def make_loss_fn(cfg: MultiViewLossConfig) -> Callable[[Any, dict[str, Any]], Any]:
+    """``loss_fn(model, batch)`` for :func:`clapcap.training.clap.fit` (factors ride in the batch)."""
+
+    def loss_fn(model: Any, batch: dict[str, Any]) -> Any:
+        audio = model.get_audio_features(input_features=batch["input_features"], is_longer=batch["is_longer"])
+        caption = model.get_text_features(**batch["caption"])
+        views = {v: (model.get_text_features(**tokens), mask) for v, (tokens, mask) in batch["views"].items()
+                 if batch["factors"].get(v, 0.0) > 0}
+        loss, _ = multiview_loss(audio, caption, views, model.logit_scale_a, model.logit_scale_t, cfg,
+                                 batch["factors"])
+        return loss
+
+    return loss_fn
+
+
+def _evaluator(tokenizer: Any, val: Any) -> Callable[[Any], dict[str, float]]:
+    """Validation t2a R@1/R@10 on the captions and on each view (audio embedded once)."""
+    from clapcap.training.clap import embed_cache, t2a_recall
+
+    def evaluate(model: Any) -> dict[str, float]:
+        audio, text, index = embed_cache(model, tokenizer, val)
+        out = t2a_recall(audio, text, index, ks=(1, 10))
+        for view in VIEW_COLUMNS:
+            texts = [(i, t) for i, caps in enumerate(val.captions[view]) for t in caps if t is not None]
+            emb = text_embeddings(model, tokenizer, [t for _, t in texts])
+            rec = t2a_recall(audio, emb, np.array([i for i, _ in texts]), ks=(1, 10))
+            out.update({f"{view}_{k}": v for k, v in rec.items() if not k.startswith("chance")})
+        return out
+
+    return evaluate
+
+
+def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: Any) -> Callable[[int], list]:
+    def make_batches(epoch: int) -> list[dict[str, Any]]:
+        batches = view_batches(train, tokenizer, clips, batch_size=params.batch_size,
+                               seed=params.seed * 1000 + epoch)
+        for b, batch in enumerate(batches):  # fractional epoch, for a ramped schedule
+            batch["factors"] = schedule_factors(epoch + b / max(1, len(batches)), params.loss)
+        return batches
+
+    return make_batches
+
+
+def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
+    from clapcap.encoders.tiny import load_clap
+
+    if not Path(params.base_model).exists():
+        raise FileNotFoundError(f"{params.base_model}: base CLAP folder not found (run train_clap first, "
+                                f"or point robust_train.base_model at an HF ClapModel folder)")
+    model, tokenizer, fe, sidecar = load_clap(params.base_model)
+    if params.freeze_audio:
+        for p in model.audio_model.parameters():
+            p.requires_grad_(False)
+    return model, tokenizer, fe, sidecar
+
+
+def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
+                      on_epoch_end: Callable[[int, dict[str, float]], None] | None = None) -> RobustTrainResult:
+    """Fine-tune ``params.base_model`` into RobustCLAP; save it to ``out_dir/model``.
+
+    Skips all work when ``out_dir/train_result.json`` exists; resumes from
+    ``out_dir/checkpoints/last.pt`` after a crash.
+
+    Returns:
+        A :class:`RobustTrainResult`.
+
+    Raises:
+        FileNotFoundError: when the base model or the paraphrase manifest is missing.
+        ValueError: when the views are missing or misaligned for a train clip.
+        TrainingCollapsed: when validation t2a R@10 <= ``collapse_factor`` x chance.
+    """
+    from clapcap.data.prepare import load_dataset
+    from clapcap.encoders.tiny import save_clap
+    from clapcap.training.clap import TrainingCollapsed, fit
+
+    out_dir = Path(params.out_dir)
+    result_path = out_dir / RESULT
+    if result_path.is_file():
+        logger.info("%s exists: RobustCLAP training skipped", result_path)
+        return RobustTrainResult(**{**read_json(result_path), "skipped": True})
+    t0 = time.perf_counter()
+    model, tokenizer, fe, sidecar = _load_base(params)
+    prep = ClapPreprocessing(fusion=bool(model.config.audio_config.enable_fusion), crop="head",
+                             mel_floor_db=sidecar.get("mel_floor_db"))
+    manifest = load_dataset(params.paraphrase_dir).manifest
+    caches = {}
+    for split in ("train", params.eval_split):
+        cache = cache_features(fe, prep, params.paraphrase_dir, split, out_dir / "cache" / f"{split}.npz",
+                               progress=progress)
+        caches[split] = attach_views(cache, manifest)
+    train, val = caches["train"], caches[params.eval_split]
+    clips = subset(train, params.data_fraction, params.seed)
+    added: list[str] = []
+    if params.extend_vocab:  # train-split texts only: the test views stay unseen text
+        texts = [t for col in ("captions", *VIEW_COLUMNS) for i in clips for t in train.captions[col][i] if t]
+        tokenizer, added = extend_vocabulary(model, tokenizer, texts)
+        logger.info("vocabulary: %d words added from train captions and views", len(added))
+    history = fit(model, make_batches=_batches_fn(params, train, tokenizer, clips), epochs=params.epochs,
+                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
+                  weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
+                  loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
+                  on_epoch_end=on_epoch_end, progress=progress)
+    final = history[-1]
+    if final["t2a_r@10"] <= params.collapse_factor * final["chance@10"]:
+        raise TrainingCollapsed(f"{out_dir}: {params.eval_split} t2a R@10 {final['t2a_r@10']:.3f} <= "
+                                f"{params.collapse_factor} x chance {final['chance@10']:.3f}; lower lr")
+    model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
+    result = RobustTrainResult(
+        model_dir=str(model_dir), result_path=str(result_path), base_model=params.base_model, history=history,
+        val={k: v for k, v in final.items() if k not in ("epoch", "seconds")}, n_train_clips=int(len(clips)),
+        added_words=added, seconds=time.perf_counter() - t0)
+    write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
+    return result
+
+
+def run_robust_train(params: RobustTrainParams, *, progress: bool = True) -> RobustTrainResult:
+    """:func:`train_robust_clap` inside an MLflow run (when ``params.track``): params,
+    per-epoch metrics, the result file. Returns the training result."""
+    if not params.track:
+        return train_robust_clap(params, progress=progress)
+    from clapcap import tracking
+    from clapcap.config import to_dict
+
+    with tracking.stage_run("robust_train", experiment=params.experiment, params=to_dict(params)):
+        result = train_robust_clap(
+            params, progress=progress,
+            on_epoch_end=lambda epoch, row: tracking.log_metrics(row, step=epoch, prefix="train"))
+        tracking.set_tags({"skipped": result.skipped, "base_model": params.base_model})
+        tracking.log_metrics(result.val, prefix="val")
+        tracking.log_artifact(result.result_path)
+    return result

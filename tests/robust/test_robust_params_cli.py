@@ -1,0 +1,74 @@
+"""The proposed params sections parse strictly; the CLI group runs; the registration rule."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clapcap.cli import main
+from clapcap.config import ConfigError, from_dict
+from clapcap.paraphrase.dataset import ParaphraseParams
+from clapcap.robust.benchmark import should_register
+from clapcap.robust.config import RobustBenchParams, RobustTrainParams
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "robust.md"
+SECTIONS = {"robust_paraphrase": ParaphraseParams, "robust_train": RobustTrainParams,
+            "robust_benchmark": RobustBenchParams}
+
+
+def _proposed() -> dict:
+    block = re.search(r"## Proposed `params.yaml` sections\n\n```yaml\n(.*?)```", DOC.read_text(), re.S)
+    assert block, f"{DOC}: no proposed params block"
+    return yaml.safe_load(block.group(1))
+
+
+def test_proposed_sections_parse_and_match_defaults():
+    data = _proposed()
+    assert set(data) == set(SECTIONS)
+    for name, cls in SECTIONS.items():
+        assert from_dict(cls, data[name], where=name) is not None
+    for name, cls in SECTIONS.items():  # the proposal documents the defaults
+        assert from_dict(cls, data[name]) == cls(), name
+
+
+def test_unknown_and_mistyped_keys_are_rejected():
+    with pytest.raises(ConfigError, match="robust_train.loss.w_view3"):
+        from_dict(RobustTrainParams, {"loss": {"w_view3": 1.0}}, where="robust_train")
+    with pytest.raises(ConfigError, match="expected float"):
+        from_dict(RobustTrainParams, {"lr": "fast"})
+    with pytest.raises(ConfigError, match="expected one of"):
+        from_dict(ParaphraseParams, {"backend": "gpt"})
+
+
+def test_cli_paraphrase_corpus_backend(tiny_corpus, tmp_path, capsys):
+    params = tmp_path / "params.yaml"
+    out = tmp_path / "para"
+    params.write_text(yaml.safe_dump({"robust_paraphrase": {"dataset_dir": str(tiny_corpus), "out_dir": str(out),
+                                                            "splits": ["train"], "track": False}}))
+    assert main(["robust", "paraphrase", "--params", str(params), "--max-clips", "3"]) == 0
+    assert "15 captions" in capsys.readouterr().out and (out / "manifest.csv").is_file()
+    params.write_text("robust_train:\n  epoch: 3\n")
+    assert main(["robust", "train", "--params", str(params)]) == 2
+    assert "unknown key(s) robust_train.epoch" in capsys.readouterr().err
+
+
+def _paired(view2: tuple[float, float], original: tuple[float, float]) -> dict:
+    def cell(d, p):
+        return {"t2a": {"r@10": {"difference": d, "p_value": p}}}
+
+    return {"view2": cell(*view2), "original": cell(*original)}
+
+
+@pytest.mark.parametrize("view2,original,expected", [
+    ((0.10, 0.001), (0.01, 0.5), True),
+    ((0.10, 0.001), (-0.01, 0.5), True),   # a non-significant loss on originals is allowed
+    ((0.10, 0.001), (-0.05, 0.01), False),  # a significant loss is not
+    ((0.10, 0.2), (0.0, 1.0), False),       # the gain must be significant
+    ((-0.10, 0.001), (0.0, 1.0), False),
+])
+def test_registration_rule(view2, original, expected):
+    decision, reason = should_register(_paired(view2, original), RobustBenchParams())
+    assert decision is expected and reason

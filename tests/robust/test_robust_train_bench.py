@@ -1,0 +1,103 @@
+"""RobustCLAP fine-tuning and benchmark end to end on the tiny corpus (tiny random base CLAP)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
+from clapcap.robust.config import MultiViewLossConfig, RobustBenchParams, RobustTrainParams
+
+
+@pytest.fixture(scope="module")
+def robust_setup(tiny_corpus, tmp_path_factory):
+    """Paraphrased corpus (corpus backend) + a saved tiny random base CLAP."""
+    from clapcap.data.prepare import load_dataset
+    from clapcap.encoders.tiny import (
+        TinyClapConfig,
+        build_tiny_clap,
+        build_vocab,
+        save_clap,
+        tiny_preprocessing,
+    )
+
+    root = tmp_path_factory.mktemp("robust")
+    report = paraphrase_dataset(ParaphraseParams(dataset_dir=str(tiny_corpus), out_dir=str(root / "para")),
+                                progress=False)
+    assert report["n_views"]["view2"] == report["n_captions"]
+    train = load_dataset(tiny_corpus).split("train")
+    vocab = build_vocab(c for caps in train["captions"] for c in caps)
+    cfg = TinyClapConfig()
+    model, tok, fe = build_tiny_clap(cfg, vocab, seed=0)
+    save_clap(model, tok, fe, root / "base", preprocessing=tiny_preprocessing(cfg))
+    return root, train
+
+
+def _train_params(root, **kw):
+    base = dict(paraphrase_dir=str(root / "para"), base_model=str(root / "base"), out_dir=str(root / "robust"),
+                epochs=1, batch_size=8, warmup_steps=1, collapse_factor=0.0, track=False,
+                loss=MultiViewLossConfig(view2_start_epoch=1))
+    return RobustTrainParams(**{**base, **kw})
+
+
+def test_train_resume_skip_and_benchmark(robust_setup, tmp_path):
+    from clapcap.robust.benchmark import run_benchmark
+    from clapcap.robust.train import train_robust_clap
+
+    root, train = robust_setup
+    first = train_robust_clap(_train_params(root), progress=False)
+    assert len(first.history) == 1 and first.history[0]["loss"] > 0
+    assert {"t2a_r@10", "view1_t2a_r@10", "view2_t2a_r@10"} <= set(first.history[0])
+    from clapcap.encoders.tiny import build_vocab
+
+    train_words = set(build_vocab(t for col in ("captions", "paraphrases_v1", "paraphrases_v2")
+                                  for texts in train[col] for t in texts))
+    assert first.added_words and set(first.added_words) <= train_words  # train-split texts only
+    (root / "robust" / "train_result.json").unlink()  # "crash" after epoch 1: resume into epoch 2
+    second = train_robust_clap(_train_params(root, epochs=2), progress=False)
+    assert [h["epoch"] for h in second.history] == [1, 2] and second.history[0] == first.history[0]
+    assert train_robust_clap(_train_params(root, epochs=2), progress=False).skipped
+
+    params = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"),
+                               models={"CLAP": str(root / "base"), "RobustCLAP": second.model_dir},
+                               n_resamples=50, track=False)
+    result = run_benchmark(params)
+    for name in ("CLAP", "RobustCLAP"):
+        for bench in ("original", "view1", "view2"):
+            t2a = result["models"][name][bench]["t2a"]
+            assert 0 <= t2a["ci"]["r@10"]["low"] <= t2a["r@10"] <= t2a["ci"]["r@10"]["high"] <= 1
+        zs = result["models"][name]["zero_shot"]
+        assert 0 <= zs["map@10"] <= 1 and 0 <= zs["accuracy"] <= 1 and zs["classes"]
+    assert set(result["drops"]["CLAP"]) == {"view1", "view2"}
+    assert "p_value" in result["paired"]["view2"]["t2a"]["r@10"]
+    assert isinstance(result["register"]["decision"], bool)
+    md = (tmp_path / "bench" / "benchmark.md").read_text()
+    tex = (tmp_path / "bench" / "benchmark.tex").read_text()
+    assert "| RobustCLAP |" in md and "View 2 (vocabulary) R@10" in md and "\\toprule" in tex
+    assert json.loads((tmp_path / "bench" / "benchmark.json").read_text())["split"] == "test"
+    assert (tmp_path / "bench" / "dumps" / "RobustCLAP__view2.npz").is_file()
+
+
+@pytest.mark.slow
+def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monkeypatch):
+    """MLflow runs of both steps; the candidate is registered when the rule says so (forced here)."""
+    import mlflow
+
+    from clapcap.robust import benchmark
+    from clapcap.robust.train import run_robust_train
+
+    root, _ = robust_setup
+    res = run_robust_train(_train_params(root, out_dir=str(tmp_path / "robust"), track=True,
+                                         experiment="t-robust"), progress=False)
+    monkeypatch.setattr(benchmark, "should_register", lambda paired, params: (True, "forced"))
+    params = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"),
+                               models={"CLAP": str(root / "base"), "RobustCLAP": res.model_dir},
+                               n_resamples=20, experiment="t-robust", register_name="t-robust-clap")
+    result = benchmark.run_robust_benchmark(params)
+    assert result["register"]["version"] == 1
+    client = mlflow.MlflowClient(mlflow_uri)
+    assert int(client.get_model_version_by_alias("t-robust-clap", "champion").version) == 1
+    runs = client.search_runs([client.get_experiment_by_name("t-robust").experiment_id])
+    metrics = {k for r in runs for k in r.data.metrics}
+    assert {"train/view2_t2a_r10", "paired/view2/t2a/r10_p", "RobustCLAP/zero_shot/a2l/map10"} <= metrics
