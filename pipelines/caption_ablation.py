@@ -1,0 +1,30 @@
+"""DVC stages `caption_lm`, `caption_arch_*`, `caption_encoder`, `caption_decoding`: one ablation config.
+
+  --kind lm --lm gpt2 --seed 1              baseline config of an LM at one noise-floor seed
+  --kind arch --lm gpt2 --name dropout0.3   one architecture value (others at the baseline)
+  --kind encoder --name default             stage-1 run on one encoder's dump
+  --kind decoding --lm gpt2 --name beam5    eval-only decoding config on the baseline checkpoint
+"""
+
+import argparse
+import logging
+import sys
+
+from clapcap.config import load_section
+from clapcap.training.captioning_experiments import CaptioningParams, run_ablation
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "decoding"])
+    parser.add_argument("--lm", default=None)
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run_ablation(load_section(CaptioningParams, "captioning"), args.kind, lm=args.lm, name=args.name, seed=args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Captioning data: clip embeddings from a dump joined to the manifest's captions.
+
+A dump is either one ``.npz`` holding clips of any splits, or a folder holding
+``<split>.npz`` files. Rows are selected by the manifest's ``clip_id`` for the split; an
+id with no embedding is an error naming it. ``embedding_key`` picks the array
+(``audio_embeds`` or an extra such as ``audio_frames``); a 3-D (N, T, D) array from a
+frame-level encoder is mean-pooled over time (over the valid frames when the dump has an
+``audio_frame_mask`` (N, T) extra).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from clapcap.retrieval.dump import DumpError, load_dump
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CaptionSplit:
+    """One split: ``embeds`` (N, D) float32 aligned with ``clip_ids`` and ``captions``."""
+
+    name: str
+    clip_ids: list[str]
+    embeds: np.ndarray
+    captions: list[list[str]]
+
+    def pairs(self) -> tuple[np.ndarray, list[str]]:
+        """Every (clip row, caption) training pair: rows (M,) int64 and the M captions."""
+        rows = [i for i, caps in enumerate(self.captions) for _ in caps]
+        return np.asarray(rows, dtype=np.int64), [c for caps in self.captions for c in caps]
+
+    def references(self) -> dict[str, list[str]]:
+        """``{clip_id: [reference captions]}`` for scoring."""
+        return dict(zip(self.clip_ids, self.captions, strict=True))
+
+
+def _dump_file(dump: str | Path, split: str) -> Path:
+    path = Path(dump)
+    return path / f"{split}.npz" if path.is_dir() else path
+
+
+def _mean_pool(frames: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """Mean over time; with a (N, T) validity mask (``audio_frame_mask``), over valid frames only."""
+    if mask is None or mask.shape != frames.shape[:2]:
+        return frames.mean(axis=1)
+    weights = mask.astype(np.float64)[..., None]  # (N, T, 1)
+    return (frames * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+
+def embeddings_by_clip(dump_path: str | Path, *, embedding_key: str = "audio_embeds") -> dict[str, np.ndarray]:
+    """Map clip id to its (D,) embedding from one dump file.
+
+    Raises:
+        FileNotFoundError: when the dump is missing.
+        DumpError: when ``embedding_key`` is absent or has the wrong shape.
+    """
+    dump = load_dump(dump_path)
+    if embedding_key == "audio_embeds":
+        arr = dump.audio_embeds
+    elif embedding_key in dump.extras:
+        arr = dump.extras[embedding_key]
+    else:
+        raise DumpError(f"{dump_path}: no array {embedding_key!r}; has audio_embeds and "
+                        f"extras {sorted(dump.extras)}")
+    if arr.ndim == 3:
+        arr = _mean_pool(arr, dump.extras.get("audio_frame_mask"))  # (N, T, D) -> (N, D)
+    if arr.ndim != 2 or arr.shape[0] != dump.n_clips:
+        raise DumpError(f"{dump_path}: {embedding_key} has shape {arr.shape}, expected "
+                        f"({dump.n_clips}, D) or ({dump.n_clips}, T, D)")
+    arr = np.asarray(arr, dtype=np.float32)
+    return {cid: arr[i] for i, cid in enumerate(dump.clip_ids)}
+
+
+def load_caption_split(dump: str | Path, manifest: pd.DataFrame, split: str, *,
+                       embedding_key: str = "audio_embeds") -> CaptionSplit:
+    """Join the ``split`` rows of ``manifest`` to their embeddings in ``dump``.
+
+    Raises:
+        ValueError: when the split is empty, a clip has no captions, or clip ids lack embeddings.
+    """
+    rows = manifest[manifest["split"] == split]
+    if rows.empty:
+        raise ValueError(f"manifest has no clips in split {split!r}")
+    path = _dump_file(dump, split)
+    by_clip = embeddings_by_clip(path, embedding_key=embedding_key)
+    ids = [str(c) for c in rows["clip_id"]]
+    missing = [c for c in ids if c not in by_clip]
+    if missing:
+        raise ValueError(f"{path}: {len(missing)} {split} clip(s) have no embedding, e.g. {missing[:5]}")
+    captions = [list(c) for c in rows["captions"]]
+    empty = [cid for cid, caps in zip(ids, captions, strict=True) if not caps]
+    if empty:
+        raise ValueError(f"manifest: {split} clip(s) without captions: {empty[:5]}")
+    embeds = np.stack([by_clip[c] for c in ids])
+    return CaptionSplit(split, ids, embeds, captions)
+
+
+def most_common_caption(captions: list[list[str]]) -> str:
+    """The most frequent caption (ties broken alphabetically) among ``captions``.
+
+    Raises:
+        ValueError: when there is no caption.
+    """
+    counts = Counter(c for caps in captions for c in caps)
+    if not counts:
+        raise ValueError("no captions to pick the most common one from")
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+def trivial_baseline(train: CaptionSplit, clip_ids: list[str]) -> dict[str, str]:
+    """Predictions that give every clip the most common training caption."""
+    caption = most_common_caption(train.captions)
+    return {cid: caption for cid in clip_ids}

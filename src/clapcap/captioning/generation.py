@@ -1,0 +1,131 @@
+"""Caption generation from audio embeddings with Hugging Face ``generate``.
+
+The prefix is passed as ``inputs_embeds`` to both decoders: GPT-2 continues after it,
+T5 reads it as its encoder input. Every option of :class:`DecodingConfig` maps to a
+``generate`` argument, then the text is post-processed with
+:func:`clapcap.evaluation.text.postprocess` (trim to the last sentence, to N words).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from clapcap.evaluation.text import postprocess
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DecodingConfig:
+    """One decoding configuration.
+
+    ``strategy``: ``greedy``, ``beam`` (``num_beams``, ``length_penalty``) or ``sample``
+    (nucleus sampling with ``top_p`` and ``temperature``, seeded by ``seed``).
+    ``repetition_penalty`` 1.0 and ``no_repeat_ngram_size`` 0 disable those options.
+    """
+
+    strategy: Literal["greedy", "beam", "sample"] = "greedy"
+    num_beams: int = 4
+    length_penalty: float = 1.0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    top_p: float = 0.9
+    temperature: float = 1.0
+    max_new_tokens: int = 40
+    trim_sentences: bool = False
+    trim_words: int | None = None
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raises ValueError naming the first out-of-range option."""
+        checks = [
+            (self.strategy in ("greedy", "beam", "sample"), f"strategy {self.strategy!r}"),
+            (self.num_beams >= 1, f"num_beams {self.num_beams} < 1"),
+            (self.repetition_penalty > 0, f"repetition_penalty {self.repetition_penalty} <= 0"),
+            (self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size {self.no_repeat_ngram_size} < 0"),
+            (0.0 < self.top_p <= 1.0, f"top_p {self.top_p} outside (0, 1]"),
+            (self.temperature > 0, f"temperature {self.temperature} <= 0"),
+            (self.max_new_tokens >= 1, f"max_new_tokens {self.max_new_tokens} < 1"),
+            (self.trim_words is None or self.trim_words >= 1, f"trim_words {self.trim_words} < 1"),
+        ]
+        for ok, what in checks:
+            if not ok:
+                raise ValueError(f"invalid decoding config: {what}")
+
+    def generate_kwargs(self) -> dict[str, Any]:
+        """The ``generate`` keyword arguments for this configuration."""
+        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens,
+                              "repetition_penalty": self.repetition_penalty,
+                              "no_repeat_ngram_size": self.no_repeat_ngram_size}
+        if self.strategy == "greedy":
+            kw.update(do_sample=False, num_beams=1)
+        elif self.strategy == "beam":
+            kw.update(do_sample=False, num_beams=self.num_beams, length_penalty=self.length_penalty,
+                      early_stopping=True)
+        else:
+            kw.update(do_sample=True, num_beams=1, top_p=self.top_p, temperature=self.temperature,
+                      top_k=0)
+        return kw
+
+
+def as_embedding_tensor(embeds: Any, in_dim: int) -> torch.Tensor:
+    """Check and convert audio embeddings to a float32 (B, in_dim) tensor.
+
+    3-D input (B, T, D) from a frame-level encoder is mean-pooled over time.
+
+    Raises:
+        TypeError: when ``embeds`` is not an array or tensor.
+        ValueError: on a wrong shape, a wrong width, no rows or non-finite values.
+    """
+    if isinstance(embeds, np.ndarray):
+        embeds = torch.from_numpy(np.asarray(embeds, dtype=np.float32))
+    if not isinstance(embeds, torch.Tensor):
+        raise TypeError(f"expected a numpy array or torch tensor of embeddings, found {type(embeds).__name__}")
+    if embeds.ndim == 3:
+        embeds = embeds.mean(dim=1)  # (B, T, D) -> (B, D)
+    if embeds.ndim != 2 or embeds.shape[0] == 0 or embeds.shape[1] != in_dim:
+        raise ValueError(f"expected embeddings of shape (B>=1, {in_dim}), found {tuple(embeds.shape)}")
+    if not torch.isfinite(embeds).all():
+        raise ValueError("embeddings contain NaN or infinite values")
+    return embeds.float()
+
+
+def _generate_batch(model: Any, embeds: torch.Tensor, kwargs: dict[str, Any], use_cache: bool) -> list[str]:
+    prefix = model.prefix(embeds)  # (B, P, H)
+    mask = torch.ones(prefix.shape[:2], dtype=torch.long, device=prefix.device)
+    tok = model.tokenizer
+    out = model.lm.generate(inputs_embeds=prefix, attention_mask=mask, use_cache=use_cache,
+                            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kwargs)
+    return tok.batch_decode(out, skip_special_tokens=True)
+
+
+@torch.no_grad()
+def generate_captions(model: Any, embeds: Any, cfg: DecodingConfig | None = None, *,
+                      batch_size: int = 64, use_cache: bool = True) -> list[str]:
+    """Caption each row of ``embeds`` with ``model`` (a ``ClipCapCaptioner``).
+
+    Returns:
+        One post-processed caption per row, in order.
+
+    Raises:
+        ValueError / TypeError: on invalid embeddings or decoding options.
+    """
+    cfg = cfg or DecodingConfig()
+    cfg.validate()
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, found {batch_size}")
+    x = as_embedding_tensor(embeds, model.cfg.in_dim)
+    model.eval()
+    device = next(model.parameters()).device
+    kwargs = cfg.generate_kwargs()
+    if cfg.strategy == "sample":
+        torch.manual_seed(cfg.seed)
+    texts: list[str] = []
+    for start in range(0, x.shape[0], batch_size):
+        texts += _generate_batch(model, x[start:start + batch_size].to(device), kwargs, use_cache)
+    return [postprocess(t, trim_sentences=cfg.trim_sentences, trim_words=cfg.trim_words) for t in texts]

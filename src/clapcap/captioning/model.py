@@ -1,0 +1,167 @@
+"""The prefix captioner (ClipCap for audio): config dataclass, module, factory and save/load.
+
+``CaptionerConfig`` describes the architecture; :func:`create_captioner` builds it.
+A saved captioner is a folder::
+
+    captioner.json   the CaptionerConfig (with ``in_dim`` filled in)
+    weights.pt       the module's state dict
+    tokenizer/       the tokenizer (``save_pretrained``)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from clapcap.captioning.decoders import build_decoder, lm_hidden_size
+from clapcap.captioning.projection import PrefixProjection
+from clapcap.captioning.tokenizer import encode_captions
+from clapcap.config import from_dict
+from clapcap.utils.io import atomic_path
+
+logger = logging.getLogger(__name__)
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class CaptionerConfig:
+    """Architecture of one captioner.
+
+    ``in_dim`` is 0 in ``params.yaml``: it is filled from the embedding dump. ``tokenizer``
+    ``auto`` means ``pretrained`` with a ``pretrained_dir``, else ``bpe``. ``hidden``/``layers``/``heads`` size the small decoder and are
+    ignored with a ``pretrained_dir``.
+    """
+
+    decoder: Literal["gpt2", "t5"] = "gpt2"
+    pretrained_dir: str = ""
+    hidden: int = 96
+    layers: int = 2
+    heads: int = 4
+    prefix_length: int = 8
+    projection_depth: int = 2
+    projection_hidden: int = 0
+    dropout: float = 0.1
+    tokenizer: Literal["auto", "bpe", "unigram", "gpt2-bpe", "pretrained"] = "auto"
+    vocab_size: int = 512
+    max_caption_tokens: int = 40
+    n_positions: int = 128
+    in_dim: int = 0
+
+    def tokenizer_kind(self) -> str:
+        """The concrete tokenizer kind ``auto`` resolves to."""
+        if self.tokenizer != "auto":
+            return self.tokenizer
+        # Small decoders of both kinds use the trained byte-level BPE: on the synthetic corpus
+        # the tokenizers Unigram trainer yields ~230 near-character pieces (2.2x longer sequences).
+        return "pretrained" if self.pretrained_dir else "bpe"
+
+
+class ClipCapCaptioner(nn.Module):
+    """Projection + decoder LM. ``tokenizer`` is kept as a plain attribute."""
+
+    def __init__(self, cfg: CaptionerConfig, lm: nn.Module, tokenizer: Any) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.lm = lm
+        self.tokenizer = tokenizer
+        self.projection = PrefixProjection(cfg.in_dim, lm_hidden_size(lm), cfg.prefix_length,
+                                           depth=cfg.projection_depth, hidden=cfg.projection_hidden,
+                                           dropout=cfg.dropout)
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return self.cfg.decoder == "t5"
+
+    def prefix(self, embeds: torch.Tensor) -> torch.Tensor:
+        """Audio embeddings (B, D_in) to the LM prefix (B, P, H)."""
+        if embeds.ndim != 2 or embeds.shape[1] != self.cfg.in_dim:
+            raise ValueError(f"expected audio embeddings of shape (B, {self.cfg.in_dim}), "
+                             f"found {tuple(embeds.shape)}")
+        return self.projection(embeds.to(self.projection.mlp[0].weight.dtype))
+
+    def set_lm_trainable(self, trainable: bool) -> None:
+        """Freeze (stage 1) or unfreeze (stage 2) the language model."""
+        for p in self.lm.parameters():
+            p.requires_grad_(trainable)
+
+    def forward(self, embeds: torch.Tensor, input_ids: torch.Tensor,
+                attention_mask: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy over caption tokens only (prefix and padding ignored).
+
+        Shapes: ``embeds`` (B, D_in), ``input_ids`` and ``attention_mask`` (B, L).
+        """
+        prefix = self.prefix(embeds)  # (B, P, H)
+        labels = input_ids.masked_fill(attention_mask == 0, IGNORE_INDEX)
+        prefix_mask = torch.ones(prefix.shape[:2], dtype=attention_mask.dtype, device=prefix.device)
+        if self.is_encoder_decoder:
+            return self.lm(inputs_embeds=prefix, attention_mask=prefix_mask, labels=labels).loss
+        tokens = self.lm.get_input_embeddings()(input_ids)  # (B, L, H)
+        inputs = torch.cat([prefix, tokens], dim=1)  # (B, P + L, H)
+        mask = torch.cat([prefix_mask, attention_mask], dim=1)
+        ignore = torch.full(prefix.shape[:2], IGNORE_INDEX, dtype=labels.dtype, device=labels.device)
+        return self.lm(inputs_embeds=inputs, attention_mask=mask,
+                       labels=torch.cat([ignore, labels], dim=1)).loss
+
+    def loss_on_captions(self, embeds: torch.Tensor, captions: list[str]) -> torch.Tensor:
+        """Tokenize ``captions`` and return :meth:`forward`'s loss."""
+        ids, mask = encode_captions(self.tokenizer, captions, self.cfg.max_caption_tokens)
+        device = self.projection.mlp[0].weight.device
+        return self(embeds.to(device), ids.to(device), mask.to(device))
+
+    def save(self, folder: str | Path) -> Path:
+        """Write config, weights and tokenizer to ``folder`` (weights atomically). Returns it."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.tokenizer.save_pretrained(str(folder / "tokenizer"))
+        with atomic_path(folder / "weights.pt") as tmp:
+            torch.save(self.state_dict(), tmp)
+        with atomic_path(folder / "captioner.json") as tmp:
+            tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=2))
+        return folder
+
+
+def create_captioner(cfg: CaptionerConfig, tokenizer: Any) -> ClipCapCaptioner:
+    """Build a captioner from ``cfg`` for ``tokenizer``.
+
+    Returns:
+        A :class:`ClipCapCaptioner` (random projection; decoder random or pretrained).
+
+    Raises:
+        ValueError: when ``in_dim`` is unset, or prefix plus caption exceed ``n_positions``.
+    """
+    if cfg.in_dim < 1:
+        raise ValueError("CaptionerConfig.in_dim must be set from the embedding dump (found 0)")
+    if cfg.decoder == "gpt2" and cfg.prefix_length + 2 * cfg.max_caption_tokens > cfg.n_positions:
+        raise ValueError(f"prefix_length {cfg.prefix_length} + 2 x max_caption_tokens "
+                         f"{cfg.max_caption_tokens} exceeds n_positions {cfg.n_positions}")
+    lm = build_decoder(cfg.decoder, tokenizer, pretrained_dir=cfg.pretrained_dir, hidden=cfg.hidden,
+                       layers=cfg.layers, heads=cfg.heads, n_positions=cfg.n_positions)
+    return ClipCapCaptioner(cfg, lm, tokenizer)
+
+
+def load_captioner(folder: str | Path, *, device: str = "cpu") -> ClipCapCaptioner:
+    """Load a captioner saved by :meth:`ClipCapCaptioner.save`, in eval mode.
+
+    Raises:
+        FileNotFoundError: when ``folder`` lacks ``captioner.json`` or ``weights.pt``.
+    """
+    from clapcap.captioning.tokenizer import load_pretrained_tokenizer
+
+    folder = Path(folder)
+    for name in ("captioner.json", "weights.pt"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"{folder}: not a saved captioner ({name} missing)")
+    cfg = from_dict(CaptionerConfig, json.loads((folder / "captioner.json").read_text()))
+    tokenizer = load_pretrained_tokenizer(folder / "tokenizer")
+    # A pretrained decoder is rebuilt from its config only: the weights come from weights.pt.
+    model = create_captioner(cfg, tokenizer)
+    model.load_state_dict(torch.load(folder / "weights.pt", map_location=device, weights_only=True))
+    return model.to(device).eval()

@@ -1,0 +1,173 @@
+"""``clapcap captioning``: ClipCap training, LR search, generation, ablations and reports.
+
+Every handler parses the ``captioning`` section of ``--params`` (default ``params.yaml``)
+where needed, calls one library function and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+from typing import Any
+
+from clapcap.cli._common import add_command, add_group
+
+logger = logging.getLogger(__name__)
+
+
+def _params(args: argparse.Namespace) -> Any:
+    from clapcap.config import load_section
+    from clapcap.training.captioning_experiments import CaptioningParams
+
+    params = load_section(CaptioningParams, "captioning", args.params)
+    if getattr(args, "no_track", False):
+        params.track = False
+    return params
+
+
+def _train(args: argparse.Namespace) -> int:
+    from clapcap.training.captioning_experiments import run_ablation
+
+    records = run_ablation(_params(args), "lm", lm=args.lm, seed=args.seed)
+    for rec in records:
+        logger.info("%s: test %s", rec["spec"]["name"], rec["test"]["corpus"])
+    return 0
+
+
+def _lr_search(args: argparse.Namespace) -> int:
+    from clapcap.training.captioning_experiments import run_lr_search
+
+    best = run_lr_search(_params(args), args.lm)
+    logger.info("chosen LRs: stage 1 %.2e, stage 2 projection %.2e LM %.2e (plot %s)",
+                best["stage1_lr_projection"], best["stage2_lr_projection"], best["stage2_lr_lm"], best["plot"])
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from clapcap.captioning.evaluate import caption_dump
+    from clapcap.captioning.generation import DecodingConfig
+    from clapcap.utils.io import write_json
+
+    decoding = DecodingConfig(strategy=args.strategy, num_beams=args.num_beams, length_penalty=args.length_penalty,
+                              repetition_penalty=args.repetition_penalty,
+                              no_repeat_ngram_size=args.no_repeat_ngram_size, top_p=args.top_p,
+                              max_new_tokens=args.max_new_tokens, trim_sentences=args.trim_sentences,
+                              trim_words=args.trim_words, seed=args.seed)
+    preds = caption_dump(args.checkpoint, args.dump, decoding, embedding_key=args.embedding_key)
+    write_json(args.out, preds)
+    logger.info("wrote %d captions to %s", len(preds), args.out)
+    return 0
+
+
+def _ablate(args: argparse.Namespace) -> int:
+    from clapcap.training.captioning_experiments import run_ablation
+
+    records = run_ablation(_params(args), args.kind, lm=args.lm, name=args.name, seed=args.seed)
+    logger.info("%d %s configuration(s) done", len(records), args.kind)
+    return 0
+
+
+def _noise_floor(args: argparse.Namespace) -> int:
+    from clapcap.training.captioning_experiments import noise_floor
+
+    params = _params(args)
+    for lm in [args.lm] if args.lm else params.lms:
+        floor = noise_floor(params, lm)
+        logger.info("%s noise floor: %s", lm, {m: (round(v["mean"], 4), round(v["std"], 4))
+                                               for m, v in floor["metrics"].items()})
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    from clapcap.training.captioning_experiments import evaluate_baseline
+
+    rec = evaluate_baseline(_params(args))
+    logger.info("trivial baseline %r: test %s", rec["caption"], rec["test"]["corpus"])
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from clapcap.reporting.captioning_tables import write_summary
+
+    paths = write_summary(_params(args).out_dir, args.report_dir)
+    logger.info("summary written: %s", ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def _register(args: argparse.Namespace) -> int:
+    from clapcap.training.captioning_registry import register_champion
+
+    result = register_champion(_params(args))
+    logger.info("champion %s -> %s@%s v%d", result["name"], result["registered_model"], result["alias"],
+                result["version"])
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from clapcap.flows.captioning import run_sweep
+
+    result = run_sweep(_params(args), concurrency=args.concurrency, retries=args.retries,
+                       register_best=not args.no_register)
+    logger.info("sweep done: %d runs (%d skipped), summary %s", len(result["runs"]), len(result["skipped"]),
+                result["summary"])
+    return 0
+
+
+def _add_params(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="params.yaml", help="parameter file (section captioning)")
+    p.add_argument("--no-track", action="store_true", help="do not log MLflow runs")
+
+
+def _add_generate(group: Any) -> None:
+    p = add_command(group, "generate", _generate, "caption every clip of an embedding dump")
+    p.add_argument("--checkpoint", required=True, help="saved captioner folder")
+    p.add_argument("--dump", required=True, help="embedding dump (.npz)")
+    p.add_argument("--out", required=True, help="predictions JSON {clip_id: caption}")
+    p.add_argument("--embedding-key", default="audio_embeds")
+    p.add_argument("--strategy", choices=["greedy", "beam", "sample"], default="greedy")
+    p.add_argument("--num-beams", type=int, default=4)
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--no-repeat-ngram-size", type=int, default=0)
+    p.add_argument("--top-p", type=float, default=0.9)
+    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--trim-sentences", action="store_true")
+    p.add_argument("--trim-words", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def register(subparsers: Any, name: str, help_text: str) -> None:
+    """Add the ``captioning`` group and its commands."""
+    group = add_group(subparsers, name, help_text)
+    p = add_command(group, "train", _train, "train and evaluate an LM's baseline config (per seed)")
+    _add_params(p)
+    p.add_argument("--lm", required=True)
+    p.add_argument("--seed", type=int, default=None, help="one noise-floor seed (default: all)")
+    p = add_command(group, "lr-search", _lr_search, "Optuna LR search (stage 1 sweep, stage 2 grid)")
+    _add_params(p)
+    p.add_argument("--lm", required=True)
+    _add_generate(group)
+    p = add_command(group, "ablate", _ablate, "run one ablation (or one configuration of it)")
+    _add_params(p)
+    p.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "decoding"])
+    p.add_argument("--lm", default=None)
+    p.add_argument("--name", default=None, help="arch (prefix_length4), encoder or decoding config name")
+    p.add_argument("--seed", type=int, default=None)
+    p = add_command(group, "noise-floor", _noise_floor, "mean/std of every metric over the noise seeds")
+    _add_params(p)
+    p.add_argument("--lm", default=None)
+    for cmd, handler, text in (("baseline", _baseline, "score the most-common-training-caption baseline"),
+                               ("register", _register, "register the best validation config as champion")):
+        _add_params(add_command(group, cmd, handler, text))
+    p = add_command(group, "summary", _summary, "summary tables (Markdown, LaTeX) vs baseline and noise floor")
+    _add_params(p)
+    p.add_argument("--report-dir", default=None)
+    p = add_command(group, "sweep", _sweep, "run the whole study as a Prefect flow")
+    _add_params(p)
+    p.add_argument("--concurrency", type=int, default=1, help="tasks at a time (one per GPU)")
+    p.add_argument("--retries", type=int, default=1)
+    p.add_argument("--no-register", action="store_true")
+    if importlib.util.find_spec("clapcap.cli.captioning_score") is not None:
+        importlib.import_module("clapcap.cli.captioning_score").register_commands(group)

@@ -1,0 +1,143 @@
+"""Summary tables of the captioning study (Markdown and LaTeX) from its result files.
+
+Every ablation row shows its test metrics and the change of the primary metric against
+its baseline: the LM's noise-floor mean for LM, architecture and decoding rows, the
+default encoder for encoder rows. A change within two noise-floor standard deviations of
+that LM is marked as noise (``~``), since each model is judged against its own floor.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from clapcap.utils.io import atomic_path, read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+NOISE_K = 2.0
+
+
+def _floor(out: Path, lm: str) -> dict[str, Any] | None:
+    path = out / "noise_floor" / f"{lm}.json"
+    return read_json(path) if path.is_file() else None
+
+
+def _row(group: str, name: str, lm: str, metrics: dict[str, float], **extra: Any) -> dict[str, Any]:
+    return {"group": group, "name": name, "lm": lm, "metrics": metrics, **extra}
+
+
+def _collect(out: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if (out / "baseline_trivial.json").is_file():
+        rows.append(_row("baseline", "most common train caption", "-", read_json(out / "baseline_trivial.json")["test"]["corpus"]))
+    for path in sorted(out.glob("noise_floor/*.json")):
+        floor = read_json(path)
+        rows.append(_row("lm", f"{floor['lm']} (mean of {len(floor['seeds'])} seeds)", floor["lm"],
+                         {m: v["mean"] for m, v in floor["metrics"].items()},
+                         std={m: v["std"] for m, v in floor["metrics"].items()}))
+    for path in sorted(out.glob("results/*.json")):
+        rec = read_json(path)
+        kind = rec["spec"]["kind"]
+        if kind in ("arch", "encoder"):
+            overrides = rec["spec"]["model_overrides"]
+            label = ", ".join(f"{k}={v}" for k, v in overrides.items()) or rec["spec"]["name"]
+            if kind == "encoder":
+                label = rec["spec"]["name"].removeprefix("encoder_").split(f"_{rec['spec']['lm']}_s1")[0]
+            rows.append(_row(kind, label, rec["spec"]["lm"], rec["test"]["corpus"]))
+    for path in sorted(out.glob("decoding/*/*.json")):
+        if not path.name.endswith(".predictions.json"):
+            rec = read_json(path)
+            rows.append(_row("decoding", rec["name"], rec["lm"], rec["test"]["corpus"]))
+    return rows
+
+
+def build_summary(out_dir: str | Path) -> dict[str, Any]:
+    """Collect rows and compare each to its baseline.
+
+    Returns:
+        ``{"primary", "metrics", "rows": [{"group", "name", "lm", "metrics", "delta",
+        "noise_std", "within_noise"}]}``.
+    """
+    out = Path(out_dir)
+    rows = _collect(out)
+    metrics = sorted({m for r in rows for m in r["metrics"]})
+    primary = next((read_json(p)["test"].get("primary") for p in sorted(out.glob("results/*.json"))), None)
+    primary = primary or ("fense" if "fense" in metrics else "cider_d")
+    floors = {r["lm"]: r for r in rows if r["group"] == "lm"}
+    default_enc = next((r for r in rows if r["group"] == "encoder" and r["name"] == "default"), None)
+    for r in rows:
+        ref = default_enc if r["group"] == "encoder" else floors.get(r["lm"])
+        std = floors.get(r["lm"], {}).get("std", {}).get(primary)
+        r["delta"] = None
+        r["noise_std"] = std
+        r["within_noise"] = None
+        if ref is not None and ref is not r and primary in r["metrics"] and primary in ref["metrics"]:
+            r["delta"] = r["metrics"][primary] - ref["metrics"][primary]
+            if std is not None and r["group"] != "encoder":
+                r["within_noise"] = abs(r["delta"]) <= NOISE_K * std
+    return {"primary": primary, "metrics": metrics, "rows": rows}
+
+
+def _cell(value: float | None, std: float | None = None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+
+
+def _delta(row: dict[str, Any]) -> str:
+    if row["delta"] is None:
+        return "-"
+    return f"{row['delta']:+.3f}" + (" ~" if row["within_noise"] else "")
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The summary as a Markdown table."""
+    metrics = summary["metrics"]
+    head = ["group", "config", "LM", *metrics, f"Δ {summary['primary']}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in summary["rows"]:
+        std = r.get("std", {})
+        cells = [_cell(r["metrics"].get(m), std.get(m)) for m in metrics]
+        lines.append("| " + " | ".join([r["group"], r["name"], r["lm"], *cells, _delta(r)]) + " |")
+    note = (f"\nΔ: change of {summary['primary']} against the LM's noise-floor mean (encoder rows: "
+            f"against the default encoder); `~` marks a change within {NOISE_K:g} noise-floor std.\n")
+    return "\n".join(lines) + "\n" + note
+
+
+def _tex(text: str) -> str:
+    for a, b in (("\\", "\\textbackslash{}"), ("_", "\\_"), ("%", "\\%"), ("&", "\\&"), ("#", "\\#"),
+                 ("±", "$\\pm$"), ("~", "$\\sim$")):
+        text = text.replace(a, b)
+    return text
+
+
+def to_latex(summary: dict[str, Any]) -> str:
+    """The summary as a LaTeX ``tabular`` (booktabs)."""
+    metrics = summary["metrics"]
+    cols = "lll" + "r" * (len(metrics) + 1)
+    head = ["group", "config", "LM", *metrics, f"Δ {summary['primary']}"]
+    lines = [f"\\begin{{tabular}}{{{cols}}}", "\\toprule", " & ".join(_tex(h) for h in head) + " \\\\", "\\midrule"]
+    for r in summary["rows"]:
+        std = r.get("std", {})
+        cells = [_cell(r["metrics"].get(m), std.get(m)) for m in metrics]
+        lines.append(" & ".join(_tex(c) for c in [r["group"], r["name"], r["lm"], *cells, _delta(r)]) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines).replace("Δ", "$\\Delta$") + "\n"
+
+
+def write_summary(out_dir: str | Path, report_dir: str | Path | None = None) -> dict[str, Path]:
+    """Write ``summary.md``, ``summary.tex`` and ``summary.json`` into ``report_dir`` (default ``out_dir``).
+
+    Returns:
+        The written paths by format.
+    """
+    summary = build_summary(out_dir)
+    dest = Path(report_dir or out_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, text in (("summary.md", to_markdown(summary)), ("summary.tex", to_latex(summary))):
+        with atomic_path(dest / name) as tmp:
+            tmp.write_text(text)
+    write_json(dest / "summary.json", summary)
+    return {"md": dest / "summary.md", "tex": dest / "summary.tex", "json": dest / "summary.json"}

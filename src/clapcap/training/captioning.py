@@ -1,0 +1,322 @@
+"""Two-stage ClipCap training from precomputed embeddings, resumable and skip-if-done.
+
+:func:`train_captioner` is the one library function per training run. A run folder::
+
+    tokenizer/            trained on the TRAIN captions only (or GPT-2 / pretrained)
+    lm_pretrain/lm.pt     small decoders only: caption-LM warm-up on training text (no audio);
+                          or ``<lm_cache_dir>/lm_<hash>.pt`` shared by runs with identical inputs
+    stage1/ stage2/       last.pt (resume point, removed when done), best/ (saved captioner),
+                          result.json
+    result.json           the run's result: config, seed, per-stage history, best epochs
+
+Stage 1 trains the projection with the LM frozen; stage 2 trains projection and LM from
+stage 1's best checkpoint. The train seed drives initialisation, shuffling and dropout;
+the data split is fixed upstream (split seed 42). Every epoch ends with an atomic
+``last.pt``, so a crash loses at most the current epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from clapcap.captioning.data import CaptionSplit, load_caption_split
+from clapcap.captioning.model import (
+    CaptionerConfig,
+    ClipCapCaptioner,
+    create_captioner,
+    load_captioner,
+)
+from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
+from clapcap.utils.io import atomic_path, read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StageConfig:
+    """Optimisation of one stage. ``lr_lm`` is used by stage 2 only."""
+
+    epochs: int = 4
+    lr_projection: float = 2e-3
+    lr_lm: float = 3e-4
+    weight_decay: float = 0.01
+
+
+@dataclass
+class TrainConfig:
+    """A training run. ``lm_pretrain_epochs`` applies to small (non-pretrained) decoders only."""
+
+    seed: int = 0
+    batch_size: int = 64
+    stages: list[int] = field(default_factory=lambda: [1, 2])
+    stage1: StageConfig = field(default_factory=lambda: StageConfig(epochs=4, lr_projection=2e-3))
+    stage2: StageConfig = field(default_factory=lambda: StageConfig(epochs=3, lr_projection=1e-3,
+                                                                     lr_lm=3e-4))
+    lm_pretrain_epochs: int = 3
+    lm_pretrain_lr: float = 3e-3
+    grad_clip: float = 1.0
+    embedding_key: str = "audio_embeds"
+    device: str = "cpu"
+    torch_threads: int = 1  # tiny models: 1 intra-op thread is fastest, and safe on shared cores
+
+    def validate(self) -> None:
+        """Raises ValueError naming the first bad option."""
+        if not self.stages or any(s not in (1, 2) for s in self.stages) or sorted(set(self.stages)) != self.stages:
+            raise ValueError(f"train.stages: expected [1], [2] or [1, 2], found {self.stages}")
+        if self.batch_size < 1:
+            raise ValueError(f"train.batch_size must be >= 1, found {self.batch_size}")
+        for name in ("stage1", "stage2"):
+            st: StageConfig = getattr(self, name)
+            if st.epochs < 1 or st.lr_projection <= 0 or st.lr_lm < 0:
+                raise ValueError(f"train.{name}: need epochs >= 1 and positive learning rates, found {st}")
+
+
+@dataclass
+class RunData:
+    """Train and validation splits of one run."""
+
+    train: CaptionSplit
+    val: CaptionSplit
+
+
+def load_run_data(dump: str | Path, data_dir: str | Path, embedding_key: str = "audio_embeds") -> RunData:
+    """Load train and val splits (embeddings from ``dump``, captions from the manifest)."""
+    from clapcap.data.prepare import load_dataset
+
+    manifest = load_dataset(data_dir).manifest
+    return RunData(load_caption_split(dump, manifest, "train", embedding_key=embedding_key),
+                   load_caption_split(dump, manifest, "val", embedding_key=embedding_key))
+
+
+def _tracked(track: bool, stage: str, params: dict[str, Any], run_name: str) -> Any:
+    if not track:
+        return contextlib.nullcontext()
+    from clapcap.tracking import stage_run
+
+    return stage_run(stage, experiment="clapcap-captioning", params=params, run_name=run_name)
+
+
+def _log(track: bool, metrics: dict[str, float], step: int | None = None) -> None:
+    if track:
+        from clapcap.tracking import log_metrics
+
+        log_metrics(metrics, step=step)
+
+
+def _batches(n: int, batch_size: int, seed: int) -> list[np.ndarray]:
+    order = np.random.default_rng(seed).permutation(n)
+    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+
+
+def _mean_loss(model: ClipCapCaptioner, split: CaptionSplit, batch_size: int, zero_audio: bool = False) -> float:
+    rows, caps = split.pairs()
+    model.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for idx in _batches(len(rows), batch_size, 0):
+            x = torch.from_numpy(split.embeds[rows[idx]])
+            if zero_audio:
+                x = torch.zeros_like(x)
+            total += float(model.loss_on_captions(x, [caps[i] for i in idx])) * len(idx)
+            count += len(idx)
+    return total / count
+
+
+def _train_epoch(model: ClipCapCaptioner, opt: torch.optim.Optimizer, split: CaptionSplit,
+                 cfg: TrainConfig, seed: int, desc: str, progress: bool, zero_audio: bool = False) -> float:
+    rows, caps = split.pairs()
+    torch.manual_seed(seed)  # dropout masks of this epoch
+    params = [p for g in opt.param_groups for p in g["params"]]
+    losses = []
+    for idx in tqdm(_batches(len(rows), cfg.batch_size, seed), desc=desc, disable=not progress, leave=False):
+        x = torch.from_numpy(split.embeds[rows[idx]])
+        if zero_audio:
+            x = torch.zeros_like(x)
+        loss = model.loss_on_captions(x, [caps[i] for i in idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        losses.append(loss.item())
+    return float(np.mean(losses))
+
+
+def prepare_tokenizer(model_cfg: CaptionerConfig, train: CaptionSplit, folder: Path) -> Any:
+    """Load the run's tokenizer from ``folder``, or build it from training captions and save it."""
+    if (folder / "tokenizer_config.json").is_file():
+        return load_pretrained_tokenizer(folder)
+    tok = build_tokenizer(model_cfg.tokenizer_kind(), [c for caps in train.captions for c in caps],
+                          vocab_size=model_cfg.vocab_size, pretrained_dir=model_cfg.pretrained_dir)
+    tok.save_pretrained(str(folder))
+    return tok
+
+
+def pretrain_lm(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: TrainConfig,
+                path: Path, *, progress: bool = True) -> Path:
+    """Warm up a small decoder as a caption LM on training text (constant prefix, no audio).
+
+    Gives stage 1 a frozen LM that knows caption language, as a pretrained LM would.
+    Returns ``path`` (the LM state dict); skipped when it exists.
+    """
+    if path.is_file():
+        return path
+    torch.manual_seed(cfg.seed + 7919)
+    model = create_captioner(_warmup_config(model_cfg), tokenizer).to(cfg.device)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lm_pretrain_lr)
+    for epoch in range(cfg.lm_pretrain_epochs):
+        loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + epoch,
+                            f"lm warm-up {epoch + 1}/{cfg.lm_pretrain_epochs}", progress, zero_audio=True)
+        logger.info("lm warm-up epoch %d: train loss %.4f", epoch + 1, loss)
+    with atomic_path(path) as tmp:
+        torch.save(model.lm.state_dict(), tmp)
+    return path
+
+
+def _optimizer(model: ClipCapCaptioner, stage: int, st: StageConfig) -> torch.optim.Optimizer:
+    model.set_lm_trainable(stage == 2)
+    groups = [{"params": list(model.projection.parameters()), "lr": st.lr_projection}]
+    if stage == 2:
+        groups.append({"params": list(model.lm.parameters()), "lr": st.lr_lm})
+    return torch.optim.AdamW(groups, weight_decay=st.weight_decay)
+
+
+def _resume(folder: Path, model: ClipCapCaptioner, opt: torch.optim.Optimizer) -> dict[str, Any]:
+    state = {"epoch": 0, "history": [], "best_epoch": None, "best_val_loss": float("inf"), "seconds": 0.0}
+    last = folder / "last.pt"
+    if last.is_file():
+        ckpt = torch.load(last, map_location="cpu", weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        state = ckpt["state"]
+        logger.info("%s: resuming after epoch %d", folder, state["epoch"])
+    return state
+
+
+def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainConfig, folder: str | Path, *,
+                progress: bool = True, track: bool = False) -> dict[str, Any]:
+    """Train one stage into ``folder`` (resuming from ``last.pt``; skipped if ``result.json`` exists).
+
+    Returns:
+        ``{"stage", "history": [{"epoch", "train_loss", "val_loss"}], "best_epoch",
+        "best_val_loss", "checkpoint", "seconds"}``; ``model`` ends with the best weights.
+    """
+    folder = Path(folder)
+    if (folder / "result.json").is_file():  # finished: continue from its best weights
+        model.load_state_dict(torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True))
+        return read_json(folder / "result.json")
+    st: StageConfig = getattr(cfg, f"stage{stage}")
+    opt = _optimizer(model, stage, st)
+    state = _resume(folder, model, opt)
+    for epoch in range(state["epoch"] + 1, st.epochs + 1):
+        start = time.perf_counter()
+        model.train()
+        if stage == 1:
+            model.lm.eval()  # frozen LM: deterministic
+        train_loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + stage * 100 + epoch,
+                                  f"stage {stage} epoch {epoch}/{st.epochs}", progress)
+        val_loss = _mean_loss(model, data.val, cfg.batch_size)
+        state["history"].append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss})
+        if val_loss < state["best_val_loss"]:
+            state["best_epoch"], state["best_val_loss"] = epoch, val_loss
+            model.save(folder / "best")
+        state["epoch"], state["seconds"] = epoch, state["seconds"] + time.perf_counter() - start
+        with atomic_path(folder / "last.pt") as tmp:
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state}, tmp)
+        _log(track, {f"stage{stage}/train_loss": train_loss, f"stage{stage}/val_loss": val_loss}, step=epoch)
+        logger.info("stage %d epoch %d: train %.4f val %.4f", stage, epoch, train_loss, val_loss)
+    best = torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True)
+    model.load_state_dict(best)
+    result = {"stage": stage, "history": state["history"], "best_epoch": state["best_epoch"],
+              "best_val_loss": state["best_val_loss"], "checkpoint": str(folder / "best"),
+              "seconds": round(state["seconds"], 3), "config": dataclasses.asdict(st)}
+    write_json(folder / "result.json", result)
+    (folder / "last.pt").unlink(missing_ok=True)
+    return result
+
+
+def _warmup_config(model_cfg: CaptionerConfig) -> CaptionerConfig:
+    """The warm-up's config: projection options do not matter (its input is constant), so
+    they are canonical and runs that differ only in them share one warm-up."""
+    return dataclasses.replace(model_cfg, projection_depth=1, projection_hidden=0, dropout=0.0)
+
+
+def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, dump: str | Path, data_dir: str | Path,
+                 out: Path, cache_dir: str | Path | None) -> Path:
+    """Where the LM warm-up is stored: per run, or shared by runs with identical inputs."""
+    if cache_dir is None:
+        return out / "lm_pretrain" / "lm.pt"
+    key = json.dumps([dataclasses.asdict(_warmup_config(model_cfg)), cfg.seed, cfg.batch_size, cfg.lm_pretrain_epochs,
+                      cfg.lm_pretrain_lr, cfg.grad_clip, cfg.embedding_key, str(Path(dump).resolve()),
+                      str(Path(data_dir).resolve())], sort_keys=True)
+    return Path(cache_dir) / f"lm_{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
+
+
+def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: TrainConfig,
+                   warmup: Path, progress: bool) -> ClipCapCaptioner:
+    lm_path = None
+    if not model_cfg.pretrained_dir and cfg.lm_pretrain_epochs > 0:
+        lm_path = pretrain_lm(model_cfg, tokenizer, data, cfg, warmup, progress=progress)
+    torch.manual_seed(cfg.seed)
+    model = create_captioner(model_cfg, tokenizer)
+    if lm_path is not None:
+        model.lm.load_state_dict(torch.load(lm_path, map_location="cpu", weights_only=True))
+    return model.to(cfg.device)
+
+
+def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str | Path, data_dir: str | Path,
+                    out_dir: str | Path, init_from: str | Path | None = None, progress: bool = True,
+                    track: bool = True, lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
+    """Train a captioner (stages ``cfg.stages``) into ``out_dir``; skipped if its result exists.
+
+    ``init_from`` is a saved captioner to start from (for a stage-2-only run).
+    ``lm_cache_dir`` shares the small decoder's LM warm-up between runs whose inputs
+    (model config, seed, warm-up options, data) are identical, such as LR-search trials.
+
+    Returns:
+        The run result (also ``out_dir/result.json``): ``config``, ``train``, ``seed``,
+        ``dump``, ``stages`` (per-stage results) and ``checkpoint`` (the last stage's best).
+
+    Raises:
+        ValueError / FileNotFoundError: on bad options, dumps or manifests.
+    """
+    out = Path(out_dir)
+    if (out / "result.json").is_file():
+        logger.info("%s: finished run found, skipping", out / "result.json")
+        return read_json(out / "result.json")
+    cfg.validate()
+    if cfg.torch_threads > 0:
+        torch.set_num_threads(cfg.torch_threads)
+    data = load_run_data(dump, data_dir, cfg.embedding_key)
+    model_cfg = dataclasses.replace(model_cfg, in_dim=int(data.train.embeds.shape[1]))
+    if init_from is not None:  # continue a saved captioner: its tokenizer and weights
+        model = load_captioner(init_from, device=cfg.device)
+        if model.cfg != model_cfg:
+            raise ValueError(f"{init_from}: saved config {model.cfg} differs from the run's {model_cfg}")
+    else:
+        tokenizer = prepare_tokenizer(model_cfg, data.train, out / "tokenizer")
+        warmup = _warmup_path(model_cfg, cfg, dump, data_dir, out, lm_cache_dir)
+        model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress)
+    params = {"model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(cfg), "dump": str(dump)}
+    stages: dict[str, Any] = {}
+    with _tracked(track, "captioning-train", params, out.name):
+        for stage in cfg.stages:
+            stages[str(stage)] = train_stage(model, stage, data, cfg, out / f"stage{stage}",
+                                             progress=progress, track=track)
+            _log(track, {f"stage{stage}/best_val_loss": stages[str(stage)]["best_val_loss"]})
+    result = {**params, "seed": cfg.seed, "stages": stages,
+              "checkpoint": stages[str(cfg.stages[-1])]["checkpoint"]}
+    write_json(out / "result.json", result)
+    return result

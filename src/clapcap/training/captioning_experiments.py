@@ -1,0 +1,352 @@
+"""Captioning experiments driven by the ``captioning`` section of ``params.yaml``.
+
+One library function per step; DVC stages, the CLI and the Prefect flow only call them:
+
+- :func:`execute_run` trains (skip-if-done) and evaluates one :class:`RunSpec` (val for
+  selection, test for reporting) and writes ``results/<name>.json``;
+- :func:`lm_specs`, :func:`arch_specs`, :func:`encoder_specs` list the runs of the LM
+  (with noise-floor seeds), architecture and encoder ablations;
+- :func:`evaluate_decoding` is the eval-only decoding ablation on the baseline checkpoint;
+- :func:`noise_floor` aggregates the seeds of one LM (mean and std of every metric);
+- :func:`evaluate_baseline` scores the most-common-training-caption baseline.
+
+Output folder (``out_dir``): ``runs/<name>/`` (training), ``results/<name>.json``,
+``predictions/<name>.json``, ``decoding/<lm>/<config>.json``, ``noise_floor/<lm>.json``,
+``baseline_trivial.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from clapcap.captioning.generation import DecodingConfig
+from clapcap.captioning.model import CaptionerConfig
+from clapcap.config import from_dict
+from clapcap.training.captioning import TrainConfig, train_captioner
+from clapcap.training.lr_search import LRSearchConfig, chosen_learning_rates
+from clapcap.utils.io import read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+# name -> overrides of the baseline DecodingConfig (about 20 configurations).
+DEFAULT_DECODING_ABLATION: dict[str, dict[str, Any]] = {
+    "greedy": {},
+    "rep1.2": {"repetition_penalty": 1.2}, "rep1.5": {"repetition_penalty": 1.5},
+    "rep2.0": {"repetition_penalty": 2.0},
+    "beam3": {"strategy": "beam", "num_beams": 3}, "beam5": {"strategy": "beam", "num_beams": 5},
+    "beam5_lp0.5": {"strategy": "beam", "num_beams": 5, "length_penalty": 0.5},
+    "beam5_lp2.0": {"strategy": "beam", "num_beams": 5, "length_penalty": 2.0},
+    "ngram2": {"no_repeat_ngram_size": 2}, "ngram3": {"no_repeat_ngram_size": 3},
+    "beam5_ngram3": {"strategy": "beam", "num_beams": 5, "no_repeat_ngram_size": 3},
+    "max8": {"max_new_tokens": 8}, "max16": {"max_new_tokens": 16}, "max64": {"max_new_tokens": 64},
+    "topp0.5": {"strategy": "sample", "top_p": 0.5}, "topp0.8": {"strategy": "sample", "top_p": 0.8},
+    "topp0.95": {"strategy": "sample", "top_p": 0.95},
+    "topp0.9_t0.7": {"strategy": "sample", "top_p": 0.9, "temperature": 0.7},
+    "trim_sentences": {"trim_sentences": True}, "trim_words8": {"trim_words": 8},
+    "max16_trim_sentences": {"max_new_tokens": 16, "trim_sentences": True},
+}
+
+
+@dataclass
+class ArchGrid:
+    """Architecture ablation values (each varied alone from the LM's baseline config)."""
+
+    prefix_length: list[int] = field(default_factory=lambda: [4, 16])
+    dropout: list[float] = field(default_factory=lambda: [0.3, 0.5])
+    projection_depth: list[int] = field(default_factory=lambda: [1, 3])
+
+
+@dataclass
+class EncoderSpec:
+    """An embedding dump of one encoder (file, or folder of ``<split>.npz``)."""
+
+    dump: str
+    embedding_key: str = "audio_embeds"
+
+
+@dataclass
+class CaptioningParams:
+    """``params.yaml`` section ``captioning``."""
+
+    data_dir: str = "data/corpus"
+    dump: str = "data/embeddings/default_clap/corpus"
+    embedding_key: str = "audio_embeds"
+    out_dir: str = "results/captioning"
+    lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
+    models: dict[str, CaptionerConfig] = field(default_factory=lambda: {
+        "gpt2": CaptionerConfig(decoder="gpt2"), "t5": CaptionerConfig(decoder="t5")})
+    train: dict[str, TrainConfig] = field(default_factory=lambda: {"gpt2": TrainConfig(), "t5": TrainConfig()})
+    use_lr_search: bool = True
+    lr_search: LRSearchConfig = field(default_factory=LRSearchConfig)
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    decoding_ablation: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEFAULT_DECODING_ABLATION))
+    noise_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    arch: ArchGrid = field(default_factory=ArchGrid)
+    encoder_lm: str = "gpt2"
+    encoders: dict[str, EncoderSpec] = field(default_factory=dict)
+    metrics: list[str] | None = None
+    selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])
+    registered_model: str = "captioner"
+    alias: str = "champion"
+    track: bool = True
+    progress: bool = True
+    torch_threads: int = 1  # for generation; training uses train.<lm>.torch_threads
+
+    def check_lm(self, lm: str) -> None:
+        """Raises ValueError when ``lm`` has no model and train config."""
+        if lm not in self.models or lm not in self.train:
+            raise ValueError(f"captioning: no models.{lm} / train.{lm} config; have {sorted(self.models)}")
+
+
+@dataclass
+class RunSpec:
+    """One training + evaluation configuration."""
+
+    name: str
+    kind: str  # lm | arch | encoder
+    lm: str
+    seed: int
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+    stages: list[int] = field(default_factory=lambda: [1, 2])
+    dump: str = ""
+    embedding_key: str = "audio_embeds"
+
+
+def baseline_run_name(lm: str, seed: int) -> str:
+    return f"{lm}_seed{seed}"
+
+
+def lm_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
+    """The baseline config of ``lm`` at every noise-floor seed (the first seed is the baseline)."""
+    params.check_lm(lm)
+    return [RunSpec(baseline_run_name(lm, s), "lm", lm, s, dump=params.dump,
+                    embedding_key=params.embedding_key) for s in params.noise_seeds]
+
+
+def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
+    """One run per architecture value (others at the baseline), at the first noise seed."""
+    params.check_lm(lm)
+    seed, grid = params.noise_seeds[0], dataclasses.asdict(params.arch)
+    return [RunSpec(f"{lm}_{key}{value}_seed{seed}", "arch", lm, seed, {key: value}, dump=params.dump,
+                    embedding_key=params.embedding_key)
+            for key, values in grid.items() for value in values]
+
+
+def encoder_specs(params: CaptioningParams) -> list[RunSpec]:
+    """Stage-1-only runs of ``encoder_lm`` for the default dump and every extra encoder."""
+    params.check_lm(params.encoder_lm)
+    seed = params.noise_seeds[0]
+    encoders = {"default": EncoderSpec(params.dump, params.embedding_key), **params.encoders}
+    return [RunSpec(f"encoder_{name}_{params.encoder_lm}_s1_seed{seed}", "encoder", params.encoder_lm, seed,
+                    stages=[1], dump=enc.dump, embedding_key=enc.embedding_key)
+            for name, enc in encoders.items()]
+
+
+def all_specs(params: CaptioningParams) -> list[RunSpec]:
+    """Every training run of the study, in the order the flow submits them."""
+    specs = [s for lm in params.lms for s in lm_specs(params, lm)]
+    specs += [s for lm in params.lms for s in arch_specs(params, lm)]
+    return specs + encoder_specs(params)
+
+
+def train_config_for(params: CaptioningParams, lm: str, seed: int) -> TrainConfig:
+    """The LM's TrainConfig with the run's seed and, if enabled and present, the searched LRs."""
+    cfg = dataclasses.replace(params.train[lm], seed=seed)
+    if params.use_lr_search:
+        chosen = chosen_learning_rates(Path(params.out_dir) / "lr_search" / lm)
+        if chosen:
+            cfg = dataclasses.replace(
+                cfg, stage1=dataclasses.replace(cfg.stage1, lr_projection=chosen["stage1_lr_projection"]),
+                stage2=dataclasses.replace(cfg.stage2, lr_projection=chosen["stage2_lr_projection"],
+                                           lr_lm=chosen["stage2_lr_lm"]))
+    return cfg
+
+
+def _tracked(params: CaptioningParams, stage: str, run_name: str, run_params: dict[str, Any]) -> Any:
+    if not params.track:
+        return contextlib.nullcontext()
+    from clapcap.tracking import stage_run
+
+    return stage_run(stage, experiment="clapcap-captioning", params=run_params, run_name=run_name)
+
+
+def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
+    if params.track:
+        from clapcap.tracking import log_metrics
+
+        log_metrics(record["test"]["corpus"], prefix="test")
+        log_metrics(record["val"]["corpus"], prefix="val")
+
+
+def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str,
+              decoding: DecodingConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    from clapcap.captioning.data import load_caption_split
+    from clapcap.captioning.evaluate import evaluate_split
+    from clapcap.captioning.model import load_captioner
+    from clapcap.data.prepare import load_dataset
+
+    if params.torch_threads > 0:
+        torch.set_num_threads(params.torch_threads)
+    manifest = load_dataset(params.data_dir).manifest
+    model = load_captioner(checkpoint)
+    val = evaluate_split(model, load_caption_split(dump, manifest, "val", embedding_key=key), decoding,
+                         metrics=params.selection_metrics)
+    test = evaluate_split(model, load_caption_split(dump, manifest, "test", embedding_key=key), decoding,
+                          metrics=params.metrics)
+    return val["scores"], {**test["scores"], "n_empty": test["n_empty"]}, test["predictions"]
+
+
+def execute_run(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
+    """Train ``spec`` (resumable) and evaluate it; skipped when its result file exists.
+
+    Returns:
+        The record written to ``results/<name>.json``: spec, train summary, ``val``
+        and ``test`` scores (``corpus``, ``unavailable``, ``primary``), checkpoint.
+    """
+    out = Path(params.out_dir)
+    path = out / "results" / f"{spec.name}.json"
+    if path.is_file():
+        return read_json(path)
+    params.check_lm(spec.lm)
+    model_cfg = from_dict(CaptionerConfig, {**dataclasses.asdict(params.models[spec.lm]), **spec.model_overrides})
+    train_cfg = dataclasses.replace(train_config_for(params, spec.lm, spec.seed), stages=spec.stages,
+                                    embedding_key=spec.embedding_key)
+    trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, data_dir=params.data_dir,
+                              out_dir=out / "runs" / spec.name, progress=params.progress, track=params.track,
+                              lm_cache_dir=out / "lm_warmup")
+    run_params = {"spec": dataclasses.asdict(spec), "decoding": dataclasses.asdict(params.decoding)}
+    with _tracked(params, "captioning-eval", spec.name, run_params):
+        val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding)
+        record = {"spec": dataclasses.asdict(spec), "model": trained["model"], "train": trained["train"],
+                  "history": {k: v["history"] for k, v in trained["stages"].items()},
+                  "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
+                  "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
+                  "val": val, "test": test}
+        _log_scores(params, record)
+    write_json(out / "predictions" / f"{spec.name}.json", preds)
+    write_json(path, record)
+    return record
+
+
+def decoding_config(params: CaptioningParams, name: str) -> DecodingConfig:
+    """The named decoding-ablation config (baseline decoding plus its overrides).
+
+    Raises:
+        ValueError: on an unknown name; ConfigError on a bad override.
+    """
+    if name not in params.decoding_ablation:
+        raise ValueError(f"unknown decoding config {name!r}; have {sorted(params.decoding_ablation)}")
+    base = dataclasses.asdict(params.decoding)
+    cfg = from_dict(DecodingConfig, {**base, **params.decoding_ablation[name]}, where=f"decoding_ablation.{name}")
+    cfg.validate()
+    return cfg
+
+
+def evaluate_decoding(params: CaptioningParams, lm: str, name: str) -> dict[str, Any]:
+    """Eval-only decoding ablation on the baseline checkpoint of ``lm`` (trained if needed).
+
+    Returns:
+        The record written to ``decoding/<lm>/<name>.json``.
+    """
+    path = Path(params.out_dir) / "decoding" / lm / f"{name}.json"
+    if path.is_file():
+        return read_json(path)
+    decoding = decoding_config(params, name)
+    base = execute_run(params, lm_specs(params, lm)[0])
+    with _tracked(params, "captioning-decoding", f"{lm}_{name}", {"decoding": dataclasses.asdict(decoding)}):
+        val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding)
+        record = {"lm": lm, "name": name, "decoding": dataclasses.asdict(decoding),
+                  "checkpoint": base["checkpoint"], "val": val, "test": test}
+        _log_scores(params, record)
+    write_json(path.with_suffix(".predictions.json"), preds)
+    write_json(path, record)
+    return record
+
+
+def noise_floor(params: CaptioningParams, lm: str) -> dict[str, Any]:
+    """Mean and sample std over the noise seeds of every test metric of ``lm``'s baseline.
+
+    Returns:
+        ``{"lm", "seeds", "metrics": {metric: {"mean", "std", "values"}}}`` (also written
+        to ``noise_floor/<lm>.json``).
+    """
+    records = [execute_run(params, spec) for spec in lm_specs(params, lm)]
+    metrics: dict[str, Any] = {}
+    for m in records[0]["test"]["corpus"]:
+        values = [r["test"]["corpus"][m] for r in records]
+        metrics[m] = {"mean": statistics.fmean(values),
+                      "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
+    result = {"lm": lm, "seeds": list(params.noise_seeds), "metrics": metrics,
+              "primary": records[0]["test"].get("primary")}
+    write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
+    return result
+
+
+def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
+    """Score the most-common-training-caption baseline on val and test (``baseline_trivial.json``)."""
+    from clapcap.captioning.data import load_caption_split
+    from clapcap.captioning.evaluate import evaluate_trivial_baseline
+    from clapcap.data.prepare import load_dataset
+
+    path = Path(params.out_dir) / "baseline_trivial.json"
+    if path.is_file():
+        return read_json(path)
+    manifest = load_dataset(params.data_dir).manifest
+    splits = {s: load_caption_split(params.dump, manifest, s, embedding_key=params.embedding_key)
+              for s in ("train", "val", "test")}
+    val = evaluate_trivial_baseline(splits["train"], splits["val"], metrics=params.selection_metrics)
+    test = evaluate_trivial_baseline(splits["train"], splits["test"], metrics=params.metrics)
+    record = {"caption": next(iter(test["predictions"].values())), "val": val["scores"], "test": test["scores"]}
+    write_json(path, record)
+    return record
+
+
+def run_lr_search(params: CaptioningParams, lm: str) -> dict[str, Any]:
+    """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished)."""
+    from clapcap.training.lr_search import search_learning_rates
+
+    params.check_lm(lm)
+    return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
+                                 params.lr_search, dump=params.dump, data_dir=params.data_dir,
+                                 out_dir=Path(params.out_dir) / "lr_search" / lm, progress=params.progress,
+                                 lm_cache_dir=Path(params.out_dir) / "lm_warmup")
+
+
+def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, name: str | None = None,
+                 seed: int | None = None) -> list[dict[str, Any]]:
+    """Run the configurations of one ablation, optionally narrowed to one.
+
+    ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
+    ``encoder`` (``name`` = encoder, ``default`` for ``dump``), ``decoding`` (``name`` =
+    decoding config). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
+
+    Returns:
+        The records of the runs.
+
+    Raises:
+        ValueError: on an unknown kind, or a name/seed that selects nothing.
+    """
+    lms = [lm] if lm else list(params.lms)
+    if kind == "decoding":
+        names = [name] if name else list(params.decoding_ablation)
+        return [evaluate_decoding(params, m, n) for m in lms for n in names]
+    if kind == "lm":
+        specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
+    elif kind == "arch":
+        specs = [s for m in lms for s in arch_specs(params, m)
+                 if name is None or s.name == f"{m}_{name}_seed{s.seed}"]
+    elif kind == "encoder":
+        specs = [s for s in encoder_specs(params) if name is None or s.name.startswith(f"encoder_{name}_")]
+    else:
+        raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder or decoding")
+    if not specs:
+        raise ValueError(f"ablation {kind}: nothing matches lm={lm} name={name} seed={seed}")
+    return [execute_run(params, s) for s in specs]

@@ -1,0 +1,93 @@
+"""Champion selection and MLflow registration of the captioner.
+
+:func:`register_champion` picks, among every finished run and decoding configuration of
+the study, the one with the best primary metric on the VALIDATION split, logs it as an
+MLflow pyfunc model (audio embeddings in, captions out; see
+:mod:`clapcap.captioning.serving`) and registers it under ``registered_model`` with the
+alias ``champion``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.training.captioning_experiments import CaptioningParams
+from clapcap.utils.io import read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+
+def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
+    """Every finished run (``results/*.json``) and decoding record (``decoding/*/*.json``)."""
+    out = Path(out_dir)
+    found = []
+    for path in sorted(out.glob("results/*.json")):
+        rec = read_json(path)
+        found.append({"name": path.stem, "checkpoint": rec["checkpoint"], "decoding": rec["decoding"],
+                      "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"]})
+    for path in sorted(out.glob("decoding/*/*.json")):
+        if path.name.endswith(".predictions.json"):
+            continue
+        rec = read_json(path)
+        found.append({"name": f"{rec['lm']}_decoding_{rec['name']}", "checkpoint": rec["checkpoint"],
+                      "decoding": rec["decoding"], "dump": None, "embedding_key": None, "val": rec["val"]})
+    return found
+
+
+def select_champion(found: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """The candidate with the highest validation primary metric, and that metric's name.
+
+    Raises:
+        ValueError: when there is no candidate or none has the primary metric.
+    """
+    if not found:
+        raise ValueError("no finished captioning runs to select a champion from")
+    metric = found[0]["val"].get("primary")
+    scored = [c for c in found if metric in c["val"].get("corpus", {})]
+    if not scored:
+        raise ValueError(f"no candidate has validation metric {metric!r}")
+    return max(scored, key=lambda c: (c["val"]["corpus"][metric], c["name"])), metric
+
+
+def register_champion(params: CaptioningParams) -> dict[str, Any]:
+    """Select, log and register the champion; writes ``champion.json``.
+
+    Returns:
+        ``{"name", "metric", "value", "checkpoint", "model_uri", "version", "alias"}``.
+    """
+    from clapcap import tracking
+    from clapcap.captioning.model import load_captioner
+
+    out = Path(params.out_dir)
+    best, metric = select_champion(candidates(out))
+    decoding_path = write_json(out / "champion_decoding.json", best["decoding"])
+    in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
+    example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
+    with tracking.stage_run("captioning-register", experiment="clapcap-captioning", run_name=best["name"],
+                            params={"candidate": best["name"], "metric": metric}):
+        tracking.log_metrics({f"val/{metric}": best["val"]["corpus"][metric]})
+        uri = tracking.log_loader_pyfunc_model(
+            "captioner", "clapcap.captioning.serving:load_for_pyfunc",
+            artifacts={"captioner": str(best["checkpoint"]), "decoding": str(decoding_path)},
+            input_example=example)
+    version = tracking.register_model(uri, params.registered_model, alias=params.alias,
+                                      tags={"candidate": best["name"], "metric": metric})
+    result = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
+              "checkpoint": best["checkpoint"], "model_uri": uri, "version": version, "alias": params.alias,
+              "registered_model": params.registered_model, "decoding": best["decoding"],
+              "dump": best.get("dump"), "embedding_key": best.get("embedding_key")}
+    write_json(out / "champion.json", result)
+    logger.info("champion %s (%s %.4f) registered as %s@%s v%d", best["name"], metric,
+                result["value"], params.registered_model, params.alias, version)
+    return result
+
+
+def load_champion(name: str = "captioner", alias: str = "champion") -> Any:
+    """Load the registered champion as a pyfunc model (``predict(embeddings) -> captions``)."""
+    from clapcap import tracking
+
+    return tracking.load_pyfunc_model(f"models:/{name}@{alias}")

@@ -1,0 +1,125 @@
+"""Decoding options on tiny captioners overfitted to three captions (both decoders)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from clapcap.captioning.generation import DecodingConfig, as_embedding_tensor, generate_captions
+from clapcap.captioning.model import CaptionerConfig, create_captioner
+from clapcap.captioning.tokenizer import build_tokenizer
+
+CAPTIONS = ["A loud beep. A soft hum.", "Soft clicks play.", "There is a quiet hum."]
+FIT = {"gpt2": (1e-2, 150), "t5": (3e-3, 250)}  # (lr, steps) that overfit the three captions
+
+
+@pytest.fixture(scope="module", params=["gpt2", "t5"])
+def overfit(request):
+    torch.manual_seed(0)
+    tok = build_tokenizer("bpe" if request.param == "gpt2" else "unigram", CAPTIONS * 10, vocab_size=300)
+    cfg = CaptionerConfig(decoder=request.param, hidden=32, layers=1, heads=2, prefix_length=4,
+                          max_caption_tokens=60, n_positions=128, in_dim=8, dropout=0.0)
+    model = create_captioner(cfg, tok)
+    x = torch.eye(3, 8) * 3
+    lr, steps = FIT[request.param]
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.eval()  # no dropout: a deterministic, quick overfit
+    for _ in range(steps):
+        loss = model.loss_on_captions(x, CAPTIONS)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval(), x
+
+
+def test_greedy_reproduces_and_stops_at_eos(overfit):
+    model, x = overfit
+    out = generate_captions(model, x, DecodingConfig(max_new_tokens=80))
+    assert out == CAPTIONS  # stops at EOS: nothing appended after the caption
+
+
+def test_batched_equals_one_at_a_time_and_no_cache(overfit):
+    model, x = overfit
+    batched = generate_captions(model, x, DecodingConfig(max_new_tokens=80), batch_size=3)
+    assert generate_captions(model, x, DecodingConfig(max_new_tokens=80), batch_size=1) == batched
+    assert generate_captions(model, x, DecodingConfig(max_new_tokens=80), use_cache=False) == batched
+
+
+def test_beam_search_with_length_penalty(overfit):
+    model, x = overfit
+    beams = {lp: generate_captions(model, x, DecodingConfig(strategy="beam", num_beams=3, length_penalty=lp,
+                                                            max_new_tokens=80)) for lp in (-2.0, 1.0, 2.0)}
+    assert sum(a == c for a, c in zip(beams[1.0], CAPTIONS, strict=True)) >= 2
+    # a higher length penalty never prefers a shorter finished hypothesis
+    assert all(len(a) >= len(b) for a, b in zip(beams[2.0], beams[-2.0], strict=True))
+
+
+def test_top_p_sampling_is_seeded(overfit):
+    model, x = overfit
+    cfg = DecodingConfig(strategy="sample", top_p=0.95, temperature=3.0, seed=1, max_new_tokens=80)
+    first = generate_captions(model, x, cfg)
+    assert generate_captions(model, x, cfg) == first
+    assert all(isinstance(c, str) for c in first)
+    # a tiny nucleus keeps only the top token: identical to greedy
+    assert generate_captions(model, x, DecodingConfig(strategy="sample", top_p=1e-6, max_new_tokens=80)) == CAPTIONS
+
+
+def _token_ids(model, text):
+    return model.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_max_new_tokens_limits_length(overfit):
+    model, x = overfit
+    out = generate_captions(model, x, DecodingConfig(max_new_tokens=3))
+    for text, full in zip(out, CAPTIONS, strict=True):
+        assert len(_token_ids(model, text)) <= 3 and full.startswith(text.strip()[:3])
+
+
+def test_no_repeat_ngram_and_repetition_penalty_change_output(overfit):
+    model, x = overfit
+    out = generate_captions(model, x[:1], DecodingConfig(no_repeat_ngram_size=1, max_new_tokens=80))[0]
+    ids = _token_ids(model, out)
+    assert len(ids) == len(set(ids)) or out != CAPTIONS[0]  # no token repeats in the output
+    assert out != CAPTIONS[0]  # the reference caption repeats tokens ("A", "hum")
+    rep = generate_captions(model, x[:1], DecodingConfig(repetition_penalty=50.0, max_new_tokens=80))[0]
+    assert rep != CAPTIONS[0]
+
+
+def test_trim_to_last_sentence_and_to_words(overfit):
+    model, x = overfit
+    n = len(_token_ids(model, "A loud beep. A")) + 1  # stops mid second sentence
+    raw = generate_captions(model, x[:1], DecodingConfig(max_new_tokens=n))[0]
+    assert raw.startswith("A loud beep. A") and raw != CAPTIONS[0]
+    cut = generate_captions(model, x[:1], DecodingConfig(max_new_tokens=n, trim_sentences=True))[0]
+    assert cut == "A loud beep."
+    words = generate_captions(model, x, DecodingConfig(trim_words=2, max_new_tokens=80))
+    assert words == [" ".join(c.split()[:2]) for c in CAPTIONS]
+
+
+def test_frame_level_input_is_mean_pooled(overfit):
+    model, x = overfit
+    frames = x[:, None, :].repeat(1, 5, 1)  # (B, T, D)
+    assert generate_captions(model, frames.numpy(), DecodingConfig(max_new_tokens=80)) == CAPTIONS
+
+
+@pytest.mark.parametrize("kwargs", [{"strategy": "nucleus"}, {"num_beams": 0}, {"top_p": 0.0},
+                                    {"temperature": 0.0}, {"max_new_tokens": 0}, {"trim_words": 0},
+                                    {"repetition_penalty": 0.0}, {"no_repeat_ngram_size": -1}])
+def test_invalid_decoding_config(kwargs):
+    with pytest.raises(ValueError, match="invalid decoding config"):
+        DecodingConfig(**kwargs).validate()
+
+
+def test_bad_embeddings_are_rejected(overfit):
+    model, _ = overfit
+    with pytest.raises(ValueError, match=r"shape \(B>=1, 8\)"):
+        generate_captions(model, np.zeros((2, 5), dtype=np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        as_embedding_tensor(np.full((1, 8), np.nan), 8)
+    with pytest.raises(TypeError, match="numpy array"):
+        as_embedding_tensor([[0.0] * 8], 8)
+    with pytest.raises(ValueError, match="B>=1"):
+        as_embedding_tensor(np.zeros((0, 8)), 8)
+    with pytest.raises(ValueError, match="batch_size"):
+        generate_captions(model, np.zeros((1, 8), dtype=np.float32), batch_size=0)
