@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-Backend = Literal["hf_clap", "laion_clap", "hf_frames"]
+Backend = Literal["hf_clap", "laion_clap", "hf_frames", "logmel_stats"]
 
 
 @dataclass
@@ -153,4 +153,9 @@ def create_encoder(cfg: EncoderConfig) -> AudioEncoder:
         from clapcap.encoders.frames import FrameEncoder
 
         return FrameEncoder.from_config(cfg)
-    raise ValueError(f"unknown encoder backend {cfg.backend!r}; expected hf_clap, laion_clap or hf_frames")
+    if cfg.backend == "logmel_stats":
+        from clapcap.encoders.logmel import LogMelStatsEncoder
+
+        return LogMelStatsEncoder.from_config(cfg)
+    raise ValueError(f"unknown encoder backend {cfg.backend!r}; "
+                     "expected hf_clap, laion_clap, hf_frames or logmel_stats")

@@ -1,0 +1,164 @@
+"""Collect the pipeline's result files into the report's input schema (docs/reports.md).
+
+Each adapter reads result files in the format the producing step writes and returns
+report rows; :func:`collect_inputs` writes one JSON per report section under ``out_dir``
+and returns the ``{section: [paths]}`` mapping that :func:`build_report` takes. A source
+file that does not exist yet is skipped (its section then reads "not run").
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clapcap.utils.io import read_json, write_json
+
+logger = logging.getLogger(__name__)
+
+# aac-metrics names -> readable report columns.
+CAPTION_METRICS = {"bleu_1": "BLEU-1", "bleu_4": "BLEU-4", "meteor": "METEOR", "rouge_l": "ROUGE-L",
+                   "cider_d": "CIDEr-D", "spice": "SPICE", "spider": "SPIDEr", "fense": "FENSE"}
+
+
+@dataclass
+class CollectParams:
+    """``params.yaml`` section ``report_inputs``."""
+
+    out_dir: str = "reports/inputs"
+    retrieval_metrics: dict[str, str] = field(default_factory=dict)  # row name -> evaluate JSON
+    retrieval_dataset: str = "synthetic"
+    reference_scores: list[str] = field(default_factory=list)  # reference_score scores.json files
+    captioning_dir: str = ""  # results folder of the captioning study ("" = none)
+    lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
+    decoding_lm: str = "gpt2"
+    baseline_decoding: str = "greedy"
+    lr_search: list[str] = field(default_factory=list)
+
+
+def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
+    return {label: float(corpus[key]) for key, label in CAPTION_METRICS.items()
+            if isinstance(corpus.get(key), (int, float))}
+
+
+def retrieval_rows(files: dict[str, str], dataset: str) -> list[dict[str, Any]]:
+    """Rows for the leaderboard section from ``clapcap retrieval evaluate`` outputs."""
+    rows = []
+    for name, path in files.items():
+        if not Path(path).is_file():
+            logger.warning("retrieval metrics %s missing; row %s skipped", path, name)
+            continue
+        data = read_json(path)
+        t2a = data["t2a"]
+        rows.append({"name": name, "dataset": dataset, "unit": "fraction",
+                     "metrics": {"R@1": t2a["r@1"], "R@5": t2a["r@5"], "R@10": t2a["r@10"],
+                                 "mAP@10": t2a["map@10"]}})
+    return rows
+
+
+def reference_rows(score_files: list[str]) -> list[dict[str, Any]]:
+    """Reference-captioner rows; a leaky model also gets its held-out row (not leaky)."""
+    rows = []
+    for path in score_files:
+        if not Path(path).is_file():
+            logger.warning("reference scores %s missing; skipped", path)
+            continue
+        data = read_json(path)
+        leaky = data.get("leakage", {}).get("verdict") == "leaky"
+        rows.append({"name": data["name"], "pipeline": False, "leaky": leaky,
+                     "metrics": _caption_metrics(data["corpus"])})
+        held = data.get("held_out_row")
+        if leaky and held:
+            rows.append({"name": held.get("name") or f"{data['name']} (held-out)", "pipeline": False,
+                         "leaky": False, "metrics": _caption_metrics(held["corpus"])})
+    return rows
+
+
+def _test_metrics(path: Path) -> dict[str, float]:
+    return _caption_metrics(read_json(path)["test"]["corpus"])
+
+
+def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
+                        baseline_decoding: str) -> dict[str, list[dict[str, Any]]]:
+    """Report rows per captioning section from the study's result files (test split).
+
+    - ``lm_ablation``: one row per LM with its seeds (``<lm>_seed<k>.json``);
+    - ``arch_ablation``: per LM, the seed-0 baseline plus ``<lm>_<variant>_seed0.json``;
+    - ``decoding_ablation``: ``decoding/<lm>/<name>.json``, baseline ``baseline_decoding``;
+    - ``encoder_ablation``: ``encoder_<name>_<lm>_s1_seed0.json``, baseline ``default``;
+    - ``pipeline``: seed-0 baselines and the most-common-caption baseline, for the
+      reference comparison.
+    """
+    res = Path(root) / "results"
+    out: dict[str, list[dict[str, Any]]] = {k: [] for k in
+                                            ("lm_ablation", "arch_ablation", "decoding_ablation",
+                                             "encoder_ablation", "pipeline")}
+    for lm in lms:
+        seeds = sorted(res.glob(f"{lm}_seed*.json"))
+        if seeds:
+            out["lm_ablation"].append({"name": lm, "group": lm, "seeds": [_test_metrics(p) for p in seeds]})
+            base = res / f"{lm}_seed0.json"
+            if base.is_file():
+                out["arch_ablation"].append({"name": f"{lm} baseline", "group": lm, "baseline": True,
+                                             "metrics": _test_metrics(base)})
+                out["pipeline"].append({"name": f"ClipCap {lm}", "pipeline": True, "leaky": False, "metrics": _test_metrics(base)})
+        for path in sorted(res.glob(f"{lm}_*_seed0.json")):
+            variant = path.stem[len(lm) + 1:-len("_seed0")]
+            out["arch_ablation"].append({"name": f"{lm} {variant}", "group": lm, "metrics": _test_metrics(path)})
+    for path in sorted((Path(root) / "decoding" / decoding_lm).glob("*.json")):
+        if path.name.endswith(".predictions.json"):
+            continue
+        out["decoding_ablation"].append({"name": path.stem, "group": decoding_lm,
+                                         "baseline": path.stem == baseline_decoding,
+                                         "metrics": _test_metrics(path)})
+    for path in sorted(res.glob("encoder_*_s1_seed0.json")):
+        name = path.stem[len("encoder_"):].split(f"_{decoding_lm}_s1")[0]
+        out["encoder_ablation"].append({"name": name, "baseline": name == "default", "group": decoding_lm,
+                                        "metrics": _test_metrics(path)})
+    trivial = Path(root) / "baseline_trivial.json"
+    if trivial.is_file():
+        out["pipeline"].append({"name": "most common training caption", "pipeline": True, "leaky": False,
+                                "metrics": _caption_metrics(read_json(trivial)["test"]["corpus"])})
+    return out
+
+
+def collect_inputs(params: CollectParams) -> dict[str, list[str]]:
+    """Write report inputs under ``params.out_dir``; return ``{section: [paths]}``."""
+    out = Path(params.out_dir)
+    inputs: dict[str, list[str]] = {}
+    retrieval = retrieval_rows(params.retrieval_metrics, params.retrieval_dataset)
+    if retrieval:
+        inputs["retrieval"] = [str(write_json(out / "retrieval.json", {"rows": retrieval}))]
+    caps = (captioning_sections(params.captioning_dir, params.lms, params.decoding_lm, params.baseline_decoding)
+            if params.captioning_dir else {})
+    for section in ("lm_ablation", "arch_ablation", "decoding_ablation", "encoder_ablation"):
+        if caps.get(section):
+            inputs[section] = [str(write_json(out / f"{section}.json",
+                                              {"rows": caps[section], "primary": "CIDEr-D"}))]
+    comparison = caps.get("pipeline", []) + reference_rows(params.reference_scores)
+    if comparison:
+        metrics = [m for m in CAPTION_METRICS.values() if any(m in r["metrics"] for r in comparison)]
+        inputs["reference_comparison"] = [str(write_json(out / "reference_comparison.json",
+                                                         {"rows": comparison, "metrics": metrics,
+                                                          "primary": "CIDEr-D"}))]
+    lr = [p for p in params.lr_search if Path(p).is_file()]
+    if lr:
+        inputs["lr_search"] = lr
+    write_json(out / "inputs.json", inputs)
+    return inputs
+
+
+def collect_and_report(collect: CollectParams, out_dir: str | Path, *, extra_inputs: dict[str, list[str]] | None = None,
+                       track: bool = False) -> dict[str, Any]:
+    """Collect the pipeline's results, then build the report (the ``report`` DVC stage).
+
+    ``extra_inputs`` (``params.yaml`` ``report.inputs``) are added to the collected ones.
+    Returns the :func:`build_report` summary.
+    """
+    from clapcap.reporting.report import build_report
+
+    inputs = collect_inputs(collect)
+    for section, paths in (extra_inputs or {}).items():
+        inputs.setdefault(section, []).extend(paths)
+    return build_report(inputs, out_dir, track=track)

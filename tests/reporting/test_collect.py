@@ -1,0 +1,48 @@
+"""Collecting pipeline results into report inputs, then building the report."""
+
+from __future__ import annotations
+
+import json
+
+from clapcap.reporting.collect import CollectParams, collect_and_report, collect_inputs
+
+
+def _scores(cider: float) -> dict:
+    return {"corpus": {"bleu_1": 0.5, "meteor": 0.2, "cider_d": cider}}
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_collect_and_report(tmp_path):
+    cap = tmp_path / "cap"
+    for lm in ("gpt2", "t5"):
+        for seed, c in enumerate((0.9, 1.0, 1.1)):
+            _write(cap / "results" / f"{lm}_seed{seed}.json", {"test": _scores(c)})
+        _write(cap / "results" / f"{lm}_dropout0.5_seed0.json", {"test": _scores(0.7)})
+    _write(cap / "results" / "encoder_default_gpt2_s1_seed0.json", {"test": _scores(0.8)})
+    _write(cap / "results" / "encoder_logmel_gpt2_s1_seed0.json", {"test": _scores(0.6)})
+    _write(cap / "decoding" / "gpt2" / "greedy.json", {"test": _scores(0.9)})
+    _write(cap / "decoding" / "gpt2" / "beam3.json", {"test": _scores(0.95)})
+    _write(cap / "decoding" / "gpt2" / "beam3.predictions.json", {"c1": "x"})
+    _write(cap / "baseline_trivial.json", {"test": _scores(0.3)})
+    retrieval = _write(tmp_path / "r.json", {"t2a": {"r@1": 0.1, "r@5": 0.3, "r@10": 0.5, "map@10": 0.2}})
+    leak = _write(tmp_path / "leak.json", {"name": "leak", **_scores(2.0), "leakage": {"verdict": "leaky"},
+                                           "held_out_row": {"name": "leak (held-out)", **_scores(0.4)}})
+    params = CollectParams(out_dir=str(tmp_path / "inputs"), retrieval_metrics={"ours": retrieval},
+                           reference_scores=[leak, str(tmp_path / "missing.json")], captioning_dir=str(cap))
+    inputs = collect_inputs(params)
+    assert set(inputs) == {"retrieval", "reference_comparison", "lm_ablation", "arch_ablation",
+                           "decoding_ablation", "encoder_ablation"}
+    rows = json.loads((tmp_path / "inputs" / "reference_comparison.json").read_text())["rows"]
+    assert [(r["name"], r["leaky"]) for r in rows] == [
+        ("ClipCap gpt2", False), ("ClipCap t5", False), ("most common training caption", False),
+        ("leak", True), ("leak (held-out)", False)]
+    dec = json.loads((tmp_path / "inputs" / "decoding_ablation.json").read_text())["rows"]
+    assert {r["name"]: r["baseline"] for r in dec} == {"beam3": False, "greedy": True}
+    summary = collect_and_report(params, tmp_path / "report")
+    assert summary["sections"]["reference_comparison"]["status"] == "ok"
+    assert "†" in (tmp_path / "report" / "report.md").read_text()
