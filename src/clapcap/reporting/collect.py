@@ -34,7 +34,8 @@ class CollectParams:
     lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
     decoding_lm: str = "gpt2"
     baseline_decoding: str = "greedy"
-    lr_search: list[str] = field(default_factory=list)
+    lr_search: list[str] = field(default_factory=list)  # Optuna result JSONs (docs/reports.md)
+    lr_search_figures: dict[str, str] = field(default_factory=dict)  # name -> PNG made by the search
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -143,6 +144,10 @@ def collect_inputs(params: CollectParams) -> dict[str, list[str]]:
                                                          {"rows": comparison, "metrics": metrics,
                                                           "primary": "CIDEr-D"}))]
     lr = [p for p in params.lr_search if Path(p).is_file()]
+    figures = [{"name": name, "png": str(Path(png).resolve())}
+               for name, png in params.lr_search_figures.items() if Path(png).is_file()]
+    if figures:
+        lr.append(str(write_json(out / "lr_search_figures.json", figures)))
     if lr:
         inputs["lr_search"] = lr
     write_json(out / "inputs.json", inputs)
