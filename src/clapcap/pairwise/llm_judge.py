@@ -11,21 +11,18 @@ Each judge (one model) sees every item once, captions in the order given by
 ``1`` or ``2``. The answer is de-randomised and stored in the :class:`VoteStore` like a
 human vote, with the pool's name. A malformed answer is asked again up to
 ``max_answer_attempts`` times, then recorded as a failure (never as a vote). Transport
-errors (timeouts, HTTP 429 and 5xx) are retried by :class:`ChatClient` with exponential
-backoff. The API key comes from the environment or a ``.env`` file and is never logged
-or written anywhere.
+errors (timeouts, HTTP 429 and 5xx) are retried with exponential backoff by the shared
+:class:`clapcap.llm.ChatClient`. The API key comes from the environment or a ``.env``
+file and is never logged or written anywhere.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import logging
-import os
+import math
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,21 +30,20 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from clapcap.llm import ChatClient as LLMChatClient
+from clapcap.llm import LLMError, LLMResponseError, RetryPolicy, SecretStr, require_api_key
 from clapcap.pairwise.pairs import read_pairs
 from clapcap.pairwise.store import VoteStore, derandomize, shown_order
 from clapcap.utils.io import atomic_path
 
 logger = logging.getLogger(__name__)
 
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _ANSWER = re.compile(r"(?<![\w.])([12])(?!\w|\.\d)")
 
 SYSTEM_PROMPT = ("You compare two captions of an audio clip. Answer with a single digit: "
                  "1 if caption 1 is more accurate (less wrong), 2 if caption 2 is.")
 
-
-class ChatError(RuntimeError):
-    """A chat request failed for good (after retries, or with a non-retryable status)."""
+ChatError = LLMError  # a chat request failed for good (kept name; see clapcap.llm)
 
 
 @dataclass
@@ -73,69 +69,42 @@ class JudgeConfig:
 def load_api_key(env_var: str, dotenv: str | Path | None = ".env") -> str:
     """The API key from ``$env_var``, else from a ``KEY=VALUE`` line of ``dotenv``.
 
+    Prefer :func:`clapcap.llm.require_api_key`, which keeps the key in a
+    :class:`~clapcap.llm.SecretStr`.
+
     Raises:
-        ValueError: naming the variable (never a value) when no key is found.
+        ValueError: naming the variable (never a value) when no key is found, or naming
+            the file and line of a ``dotenv`` line that is not ``KEY=VALUE``.
     """
-    value = os.environ.get(env_var)
-    if value:
-        return value
-    if dotenv and Path(dotenv).is_file():
-        for line in Path(dotenv).read_text().splitlines():
-            key, sep, val = line.strip().removeprefix("export ").partition("=")
-            if sep and key.strip() == env_var and val.strip():
-                return val.strip().strip("'\"")
-    raise ValueError(f"no API key: set the environment variable {env_var} or put it in {dotenv}")
+    return require_api_key(env_var, dotenv or None).get()
 
 
 class ChatClient:
-    """Minimal OpenAI-compatible ``/chat/completions`` client with retries and backoff."""
+    """The judges' client: :class:`clapcap.llm.ChatClient` with the model chosen per request.
 
-    def __init__(self, base_url: str, *, api_key: str, timeout_s: float = 60.0,
+    Retries (HTTP 408/409/425/429/5xx, timeouts, dropped connections, non-JSON answers)
+    back off ``backoff_s * 2**attempt`` seconds, or as the server's ``Retry-After`` says.
+    """
+
+    def __init__(self, base_url: str, *, api_key: str | SecretStr, timeout_s: float = 60.0,
                  max_retries: int = 4, backoff_s: float = 1.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self._api_key = api_key
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self._sleep = sleep
+        key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+        retry = RetryPolicy(max_retries, backoff_s, max_backoff_s=math.inf)
+        self._chat = LLMChatClient(base_url, api_key=key, timeout_s=timeout_s, retry=retry, sleep=sleep)
+        self.url = self._chat.url
 
     def __repr__(self) -> str:  # keeps the key out of any repr or log
         return f"ChatClient(url={self.url!r})"
 
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.url, data=json.dumps(payload).encode(), method="POST",
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"})
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-            return json.loads(response.read().decode())
-
     def complete(self, model: str, messages: list[dict[str, Any]], **params: Any) -> str:
-        """Send one chat request; return the first choice's message text.
+        """Send one chat request to ``model``; return the first choice's message text.
 
         Raises:
             ChatError: on a non-retryable HTTP status, or when every retry failed.
+            LLMResponseError: (a ChatError) when the answer is not a chat completion.
         """
-        payload = {"model": model, "messages": messages, **params}
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            try:
-                data = self._post(payload)
-                return str(data["choices"][0]["message"]["content"] or "")
-            except urllib.error.HTTPError as err:
-                last = f"HTTP {err.code}"
-                if err.code not in RETRY_STATUS:
-                    raise ChatError(f"{self.url}: model {model}: {last} (not retried)") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-                last = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
-            except (KeyError, IndexError, TypeError, json.JSONDecodeError):
-                last = "response is not a chat completion"
-            if attempt < self.max_retries:
-                delay = self.backoff_s * 2 ** attempt
-                logger.warning("%s: model %s: %s; retry %d/%d in %.1f s", self.url, model, last,
-                               attempt + 1, self.max_retries, delay)
-                self._sleep(delay)
-        raise ChatError(f"{self.url}: model {model}: {last} after {self.max_retries + 1} attempts")
+        return self._chat.send({"model": model, "messages": messages, **params})
 
 
 def parse_choice(text: str) -> str | None:
@@ -183,7 +152,12 @@ def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series
     params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, **cfg.extra_body}
     answer = ""
     for _ in range(cfg.max_answer_attempts):
-        answer = client.complete(model, messages, **params)
+        try:
+            answer = client.complete(model, messages, **params)
+        except LLMResponseError as err:  # 200 but no chat completion: ask again
+            answer = str(err)
+            logger.info("model %s item %s: %s", model, item["item_id"], answer)
+            continue
         position = parse_choice(answer)
         if position is not None:
             return derandomize(position, order), order, ""
@@ -207,7 +181,7 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
     items = read_pairs(pairs)
     store = VoteStore(db)
     if client is None:
-        client = ChatClient(cfg.base_url, api_key=load_api_key(cfg.api_key_env, cfg.dotenv),
+        client = ChatClient(cfg.base_url, api_key=require_api_key(cfg.api_key_env, cfg.dotenv or None),
                             timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
                             backoff_s=cfg.backoff_s)
     counts = {"pool": cfg.pool, "votes": 0, "failures": 0, "skipped": 0}

@@ -10,5 +10,5 @@ vocabulary) and *view 2* (new vocabulary and structure):
   events and attributes), with a resumable JSONL cache (:mod:`clapcap.paraphrase.llm`).
 
 The API key is read from the environment or a git-ignored ``.env`` file into a
-:class:`~clapcap.paraphrase.secrets.SecretStr`, which never prints its value.
+:class:`~clapcap.llm.secrets.SecretStr`, which never prints its value.
 """

@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from clapcap.llm import ChatClient, LLMResponseError, Message, RetryPolicy, resolve_api_key
 from clapcap.paraphrase.cache import JsonlCache, cache_key
-from clapcap.paraphrase.client import ChatClient, LLMResponseError, Message, RetryPolicy
 from clapcap.paraphrase.prompts import (
     PROMPT_VERSION,
     MalformedAnswer,
@@ -31,7 +31,6 @@ from clapcap.paraphrase.prompts import (
     parse_correction,
     parse_generation,
 )
-from clapcap.paraphrase.secrets import resolve_api_key
 
 logger = logging.getLogger(__name__)
 

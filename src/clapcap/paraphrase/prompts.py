@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from clapcap.paraphrase.client import Message
+from clapcap.llm import Message
 
 PROMPT_VERSION = "v1"
 

@@ -1,51 +1,49 @@
 """Captions from an OpenAI-compatible chat API that accepts audio (``input_audio`` parts).
 
 Requests go to ``{base_url}/chat/completions`` with ``temperature`` 0 and ``max_tokens`` =
-``max_new_tokens``. Rate limits (429), server errors (5xx), timeouts and connection errors
-are retried with exponential backoff (``Retry-After`` honoured); other errors stop at once.
-The API key comes from the environment or a ``.env`` file and never appears in logs or
-error messages.
+``max_new_tokens``, through the shared :class:`clapcap.llm.ChatClient`: rate limits (429),
+server errors (5xx), timeouts and connection errors are retried with exponential backoff
+(``Retry-After`` honoured); other errors stop at once. The API key comes from the
+environment or a ``.env`` file and never appears in logs or error messages.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import json
 import logging
-import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clapcap.llm import (
+    ChatClient,
+    LLMError,
+    MissingKeyError,
+    RetryPolicy,
+    SecretStr,
+    require_api_key,
+)
 from clapcap.reference.config import ApiConfig, GenerationConfig
 
 logger = logging.getLogger(__name__)
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
-
-class ApiError(RuntimeError):
+class ApiError(LLMError):
     """The API refused a request or kept failing after the retries."""
 
 
-def resolve_api_key(cfg: ApiConfig) -> str:
+def resolve_api_key(cfg: ApiConfig) -> SecretStr:
     """The key from ``$<api_key_env>``, else from ``cfg.env_file``.
 
     Raises:
         ApiError: naming the variable and file (never a value) when no key is found.
     """
-    key = os.environ.get(cfg.api_key_env)
-    if not key and cfg.env_file and Path(cfg.env_file).is_file():
-        from dotenv import dotenv_values
-
-        key = dotenv_values(cfg.env_file).get(cfg.api_key_env)
-    if not key:
-        raise ApiError(f"no API key: set {cfg.api_key_env} in the environment or in {cfg.env_file}")
-    return key
+    try:
+        return require_api_key(cfg.api_key_env, cfg.env_file or None)
+    except MissingKeyError as err:
+        raise ApiError(str(err)) from None
 
 
 def encode_audio(path: str | Path) -> tuple[str, str]:
@@ -71,9 +69,11 @@ class ApiCaptioner:
                  sleep: Callable[[float], None] = time.sleep) -> None:
         if not cfg.base_url or not cfg.model:
             raise ValueError("reference api backend needs api.base_url and api.model")
-        self.cfg, self.gen, self._sleep = cfg, gen, sleep
-        self._key = resolve_api_key(cfg)
-        self.url = cfg.base_url.rstrip("/") + "/chat/completions"
+        self.cfg, self.gen = cfg, gen
+        retry = RetryPolicy(cfg.max_retries, cfg.backoff_s, cfg.max_backoff_s)
+        self._client = ChatClient(cfg.base_url, cfg.model, api_key=resolve_api_key(cfg),
+                                  timeout_s=cfg.timeout_s, retry=retry, sleep=sleep)
+        self.url = self._client.url
 
     def __repr__(self) -> str:  # never show the key
         return f"ApiCaptioner(url={self.url!r}, model={self.cfg.model!r})"
@@ -93,63 +93,17 @@ class ApiCaptioner:
     def caption(self, audio_path: str | Path) -> str:
         """Caption one clip, retrying transient failures.
 
+        Returns:
+            The answer text, stripped (streamed deltas joined when ``api.stream``).
+
         Raises:
-            ApiError: on a non-retryable HTTP error or when the retries are exhausted.
+            ApiError: on a non-retryable HTTP error, an answer that is not a chat
+                completion, or when the retries are exhausted.
         """
-        payload = json.dumps(self.body(audio_path)).encode()
-        for attempt in range(self.cfg.max_retries + 1):
-            try:
-                return self._post(payload)
-            except urllib.error.HTTPError as err:
-                detail = err.read()[:300].decode(errors="replace")
-                if err.code not in RETRY_STATUS:
-                    raise ApiError(f"{self.url}: HTTP {err.code}: {detail}") from err
-                delay = _retry_after(err) or self._backoff(attempt)
-                reason = f"HTTP {err.code}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-                delay, reason = self._backoff(attempt), type(err).__name__
-            if attempt == self.cfg.max_retries:
-                break
-            logger.warning("%s: %s, retry %d/%d in %.1f s", self.url, reason, attempt + 1,
-                           self.cfg.max_retries, delay)
-            self._sleep(delay)
-        raise ApiError(f"{self.url}: still failing ({reason}) after {self.cfg.max_retries} retries")
-
-    def _backoff(self, attempt: int) -> float:
-        return min(self.cfg.max_backoff_s, self.cfg.backoff_s * 2 ** attempt)
-
-    def _post(self, payload: bytes) -> str:
-        req = urllib.request.Request(self.url, data=payload, method="POST", headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {self._key}"})
-        with urllib.request.urlopen(req, timeout=self.cfg.timeout_s) as resp:
-            if self.cfg.stream:
-                return _read_stream(resp)
-            data = json.loads(resp.read())
         try:
-            return (data["choices"][0]["message"]["content"] or "").strip()
-        except (KeyError, IndexError, TypeError) as err:
-            raise ApiError(f"{self.url}: unexpected response {str(data)[:200]}") from err
-
-
-def _retry_after(err: urllib.error.HTTPError) -> float | None:
-    value = err.headers.get("Retry-After") if err.headers else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _read_stream(resp: Any) -> str:
-    """Concatenate ``choices[0].delta.content`` of a server-sent-events stream."""
-    parts = []
-    for raw in resp:
-        line = raw.decode("utf-8", errors="replace").strip()
-        if not line.startswith("data:"):
-            continue
-        data = line[len("data:"):].strip()
-        if data == "[DONE]":
-            break
-        chunk = json.loads(data)
-        for choice in chunk.get("choices") or []:
-            parts.append((choice.get("delta") or {}).get("content") or "")
-    return "".join(parts).strip()
+            return self._client.send(self.body(audio_path)).strip()
+        except LLMError as err:
+            if err.retryable:
+                raise ApiError(f"{self.url}: still failing ({err.reason}) after "
+                               f"{err.attempts - 1} retries") from None
+            raise ApiError(str(err)) from None

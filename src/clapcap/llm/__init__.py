@@ -1,0 +1,30 @@
+"""The shared OpenAI-compatible chat client and API-key handling.
+
+- :mod:`clapcap.llm.secrets`: :class:`SecretStr` and the key lookup (environment
+  variable, else a git-ignored ``.env`` file); a key is never printed or logged.
+- :mod:`clapcap.llm.client`: :class:`ChatClient` for ``/chat/completions`` with retries
+  (exponential backoff, ``Retry-After``) and optional streaming.
+- :mod:`clapcap.llm.errors`: :class:`LLMError` and its subclasses.
+
+Used by the paraphrase backend (:mod:`clapcap.paraphrase`), the pairwise LLM judges
+(:mod:`clapcap.pairwise.llm_judge`) and the reference API captioner
+(:mod:`clapcap.reference.api`), which keep their own prompts and parsing.
+"""
+
+from clapcap.llm.client import RETRY_STATUS, ChatClient, Message, RetryPolicy
+from clapcap.llm.errors import LLMError, LLMResponseError, MissingKeyError
+from clapcap.llm.secrets import SecretStr, read_env_file, require_api_key, resolve_api_key
+
+__all__ = [
+    "RETRY_STATUS",
+    "ChatClient",
+    "LLMError",
+    "LLMResponseError",
+    "Message",
+    "MissingKeyError",
+    "RetryPolicy",
+    "SecretStr",
+    "read_env_file",
+    "require_api_key",
+    "resolve_api_key",
+]

@@ -1,0 +1,196 @@
+"""A minimal client for OpenAI-compatible ``/chat/completions`` endpoints (stdlib only).
+
+Rate limits (HTTP 429), server errors (5xx), timeouts, dropped connections and answers
+that are not JSON are retried with exponential backoff (``Retry-After`` is honoured,
+capped); other HTTP errors are raised at once. With ``"stream": true`` in the request
+body the server-sent events are read and their deltas joined. The API key only ever
+goes into the ``Authorization`` header: error messages are redacted, headers are never
+logged and the client's ``repr`` leaves the key out.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clapcap.llm.errors import LLMError, LLMResponseError
+from clapcap.llm.secrets import SecretStr
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+Message = dict[str, Any]
+
+_TRANSIENT = (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException,
+              json.JSONDecodeError)
+
+
+@dataclass
+class RetryPolicy:
+    """Backoff for transient errors: ``backoff_s * 2**attempt`` seconds, capped at ``max_backoff_s``."""
+
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (0-based)."""
+        if retry_after:
+            try:
+                return min(max(float(retry_after), 0.0), self.max_backoff_s)
+            except ValueError:
+                pass  # an HTTP date: fall back to exponential backoff
+        return min(self.backoff_s * (2**attempt), self.max_backoff_s)
+
+
+@dataclass
+class _Failure:
+    """One failed attempt: why, whether to retry, and the server's (redacted) words."""
+
+    reason: str
+    retryable: bool
+    detail: str = ""
+    retry_after: str | None = None
+
+
+class ChatClient:
+    """POSTs chat requests to ``{base_url}/chat/completions``.
+
+    ``model`` is the model :meth:`complete` asks; :meth:`send` takes a whole request
+    body, model included.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "",
+        *,
+        api_key: SecretStr | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, found {base_url!r}")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self._key = api_key
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self.n_requests = 0
+
+    def __repr__(self) -> str:  # keeps the key out of any repr or log
+        return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
+
+    def _redact(self, text: str) -> str:
+        return self._key.redact(text) if self._key else text
+
+    def _request(self, body: bytes, stream: bool) -> urllib.request.Request:
+        accept = "text/event-stream" if stream else "application/json"
+        headers = {"Content-Type": "application/json", "Accept": accept}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.get()}"
+        return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+
+    def _post_once(self, body: bytes, stream: bool) -> str:
+        self.n_requests += 1
+        with urllib.request.urlopen(self._request(body, stream), timeout=self.timeout_s) as resp:
+            if stream:
+                return _read_stream(resp)
+            return _content(json.loads(resp.read().decode("utf-8")), self.url)
+
+    def complete(self, messages: Sequence[Message], *, temperature: float = 0.7,
+                 max_tokens: int = 256, **extra: Any) -> str:
+        """Ask :attr:`model` one chat request; return the first choice's message content.
+
+        ``extra`` is merged into the request body (``stream``, ``seed``, ...).
+
+        Raises:
+            LLMError: on a non-retryable HTTP status or when retries are exhausted.
+            LLMResponseError: when the answer is not a chat completion.
+        """
+        return self.send({"model": self.model, "messages": list(messages),
+                          "temperature": temperature, "max_tokens": max_tokens, **extra})
+
+    def send(self, body: dict[str, Any]) -> str:
+        """POST one request ``body`` (retrying transient failures); return the answer text.
+
+        Returns:
+            ``choices[0].message.content`` (``""`` when null), or with ``body["stream"]``
+            the joined ``choices[*].delta.content`` of the event stream.
+
+        Raises:
+            LLMError: on a non-retryable HTTP status or when retries are exhausted.
+            LLMResponseError: when the answer is not a chat completion.
+        """
+        payload = json.dumps(body).encode("utf-8")
+        who = f"model {body['model']}: " if body.get("model") else ""
+        retries = self.retry.max_retries
+        for attempt in range(retries + 1):
+            try:
+                return self._post_once(payload, bool(body.get("stream")))
+            except _TRANSIENT as err:
+                fail = self._failure(err)
+            if not fail.retryable or attempt == retries:
+                raise _error(f"{self.url}: {who}", fail, attempt + 1)
+            wait = self.retry.delay(attempt, fail.retry_after)
+            logger.warning("%s: %s%s, retry %d/%d in %.1f s", self.url, who, fail.reason,
+                           attempt + 1, retries, wait)
+            self._sleep(wait)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _failure(self, err: Exception) -> _Failure:
+        if isinstance(err, urllib.error.HTTPError):
+            detail = self._redact(err.read().decode("utf-8", "replace")[:200])
+            retry_after = err.headers.get("Retry-After") if err.headers else None
+            return _Failure(f"HTTP {err.code}", err.code in RETRY_STATUS, detail, retry_after)
+        reason = getattr(err, "reason", None) or err
+        return _Failure(self._redact(f"{type(err).__name__}: {reason}"), True)
+
+
+def _error(prefix: str, fail: _Failure, attempts: int) -> LLMError:
+    """The error for the last failed attempt; its message never holds the key."""
+    if fail.retryable:
+        what = f"{fail.reason} after {attempts} attempt{'' if attempts == 1 else 's'}"
+    else:
+        what = f"{fail.reason} (not retried)"
+    detail = f": {fail.detail}" if fail.detail else ""
+    return LLMError(prefix + what + detail, reason=fail.reason, attempts=attempts,
+                    retryable=fail.retryable)
+
+
+def _content(data: Any, url: str) -> str:
+    try:
+        content = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise LLMResponseError(f"{url}: answer has no choices[0].message.content") from None
+    if content is None:  # e.g. a refusal or a tool call: no text
+        return ""
+    if not isinstance(content, str):
+        raise LLMResponseError(f"{url}: choices[0].message.content is {type(content).__name__}, expected str")
+    return content
+
+
+def _read_stream(lines: Iterable[bytes]) -> str:
+    """Concatenate ``choices[*].delta.content`` of a server-sent-events stream."""
+    parts = []
+    for raw in lines:
+        line = raw.decode("utf-8", errors="replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[len("data:"):].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        for choice in chunk.get("choices") or []:
+            parts.append((choice.get("delta") or {}).get("content") or "")
+    return "".join(parts)

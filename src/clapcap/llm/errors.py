@@ -1,0 +1,28 @@
+"""Errors of the shared chat client and of API-key lookup (messages never hold a key)."""
+
+from __future__ import annotations
+
+
+class LLMError(RuntimeError):
+    """The endpoint could not be used (non-retryable status, or retries exhausted).
+
+    Attributes:
+        reason: a short cause, such as ``HTTP 429`` or ``TimeoutError: timed out``.
+        attempts: how many requests were sent.
+        retryable: True when the cause was transient and the retries ran out.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", attempts: int = 0,
+                 retryable: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+class LLMResponseError(LLMError):
+    """The endpoint answered 200 but not with a chat completion (no ``choices[0].message.content``)."""
+
+
+class MissingKeyError(LLMError, ValueError):
+    """No API key in the environment variable nor in the ``.env`` file (names both, never a value)."""
