@@ -6,6 +6,10 @@ For a clip resampled to 16 kHz, the embedding (145-d) concatenates
 - the log-energy envelope pooled to 16 bins, minus its maximum (loudness shape over time),
 - the clip duration in seconds.
 
+Each block is scaled by fixed constants (no statistics of any split), so that values are of
+order one for the projection MLP: log-mel mean ``(x + 6) / 4``, std ``x / 2``, envelope
+``x / 4``, duration ``x / 10``.
+
 It is the classic feature baseline of audio captioning and a different kind of encoder
 from CLAP (not contrastively trained, not text-aligned), for the encoder ablation.
 """
@@ -49,8 +53,8 @@ class LogMelStatsEncoder:
         logmel = torch.log(power + 1e-6)
         energy = torch.log(power.sum(0) + 1e-6)[None, None]  # (1, 1, T)
         env = torch.nn.functional.adaptive_avg_pool1d(energy, ENV_BINS)[0, 0]
-        feats = [logmel.mean(1), logmel.std(1, unbiased=False), env - env.max(),
-                 torch.tensor([wave.shape[0] / self.sample_rate])]
+        feats = [(logmel.mean(1) + 6.0) / 4.0, logmel.std(1, unbiased=False) / 2.0, (env - env.max()) / 4.0,
+                 torch.tensor([wave.shape[0] / self.sample_rate / 10.0])]
         return torch.cat(feats).numpy().astype(np.float32)
 
     def embed_audio(self, waves: Sequence[np.ndarray]) -> np.ndarray:

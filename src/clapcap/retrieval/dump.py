@@ -108,8 +108,27 @@ def save_dump(dump: EmbeddingDump, path: str | Path) -> Path:
         **dump.extras,
     }
     with atomic_path(path) as tmp:
-        np.savez(tmp, **arrays)
+        write_npz_deterministic(tmp, arrays)
     return Path(path)
+
+
+def write_npz_deterministic(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write an uncompressed ``.npz`` whose bytes depend only on the arrays.
+
+    ``numpy.savez`` stamps each zip entry with the current time, so rewriting the same
+    arrays gives a different file, and DVC would rerun every downstream stage. Entries
+    here get a fixed timestamp and a fixed order.
+    """
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asanyarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue())
 
 
 def load_dump(path: str | Path, *, validate: bool = True) -> EmbeddingDump:
