@@ -11,18 +11,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "captioning"))
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump  # noqa: E402
 
 
-@pytest.fixture
-def prefect_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
-    monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "WARNING")
-    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
 def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_path, monkeypatch):
     import torch
 

@@ -11,16 +11,10 @@ FAKE = Path(__file__).resolve().parents[1] / "reference" / "fake_openai.py"
 
 
 @pytest.fixture
-def prefect_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
-    monkeypatch.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "WARNING")
-    monkeypatch.setenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+def prefect_env(prefect_env, tmp_path, monkeypatch):
+    """The shared harness (tests/flows/conftest.py) plus a private aac-metrics cache."""
     monkeypatch.setenv("CLAPCAP_AAC_CACHE", str(tmp_path / "aac"))
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness():
-        yield
+    yield
 
 
 @pytest.fixture
