@@ -47,7 +47,7 @@ gate: setup
 	$(VENV)/bin/pytest -q tests/reference/test_leakage.py tests/retrieval/test_parity.py
 
 lint: setup
-	$(VENV)/bin/ruff check src tests pipelines
+	$(VENV)/bin/ruff check src tests pipelines benchmarks
 
 clean-venv:
 	rm -rf $(VENV)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from clapcap.data.manifest import ManifestError, normalize, read_manifest, resolve_audio_path, write_manifest
+from clapcap.data.manifest import (
+    ManifestError,
+    normalize,
+    read_manifest,
+    resolve_audio_path,
+    write_manifest,
+)
 
 
 def _row(**kw):
