@@ -18,6 +18,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _aac_cache(tmp_path_factory):
+    """Keep aac-metrics' linked jars in a temporary cache, not the user's home (every test)."""
+    old = os.environ.get("CLAPCAP_AAC_CACHE")
+    os.environ["CLAPCAP_AAC_CACHE"] = str(tmp_path_factory.mktemp("aac_cache"))
+    yield
+    if old is None:
+        os.environ.pop("CLAPCAP_AAC_CACHE", None)
+    else:
+        os.environ["CLAPCAP_AAC_CACHE"] = old
+
+
 @pytest.fixture(scope="session")
 def _mlflow_session_store(tmp_path_factory) -> str:
     # One SQLite store per test session: creating the schema costs seconds, so tests share

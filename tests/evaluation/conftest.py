@@ -2,21 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _aac_cache(tmp_path_factory):
-    """Keep aac-metrics' linked jars in a temporary cache, not the user's home."""
-    old = os.environ.get("CLAPCAP_AAC_CACHE")
-    os.environ["CLAPCAP_AAC_CACHE"] = str(tmp_path_factory.mktemp("aac_default"))
-    yield
-    if old is None:
-        os.environ.pop("CLAPCAP_AAC_CACHE", None)
-    else:
-        os.environ["CLAPCAP_AAC_CACHE"] = old
 
 
 @pytest.fixture(scope="session")

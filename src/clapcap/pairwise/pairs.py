@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from clapcap.pairwise.ratings import RatingsError, make_pair_id
+from clapcap.tables import missing_columns, read_text_table
 from clapcap.utils.io import atomic_path, read_json
 
 logger = logging.getLogger(__name__)
@@ -57,10 +58,8 @@ def read_reference(path: str | Path) -> pd.DataFrame:
         ValueError: when a required column is missing.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: reference split not found")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in ("clip_id", "caption") if c not in df.columns]
+    df = read_text_table(path, "reference split")
+    missing = missing_columns(df, ("clip_id", "caption"))
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected clip_id, "
                          f"caption and optionally audio_path, found {', '.join(df.columns)}")
@@ -133,10 +132,8 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
         RatingsError: on a missing column or a duplicated ``item_id``.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: pairs file not found")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in PAIR_COLUMNS if c not in df.columns]
+    df = read_text_table(path, "pairs file")
+    missing = missing_columns(df, PAIR_COLUMNS)
     if missing:
         raise RatingsError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(PAIR_COLUMNS)}")
     dup = df.duplicated("item_id").to_numpy().nonzero()[0]

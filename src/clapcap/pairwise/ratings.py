@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from clapcap.tables import read_text_table
+
 logger = logging.getLogger(__name__)
 
 REQUIRED_COLUMNS = ("item_id", "pair_id", "rater", "pool", "choice")
@@ -164,10 +166,8 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
         RatingsError: when the file is not a valid ratings CSV.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: ratings file not found")
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = read_text_table(path, "ratings file")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise RatingsError(f"{path}: not a readable CSV: {err}") from err
     out = validate_ratings(df, str(path))

@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from clapcap.tables import missing_columns, read_text_table
 from clapcap.utils.io import atomic_path
 
 logger = logging.getLogger(__name__)
@@ -98,10 +99,8 @@ def convert_leaderboard(source: str | Path, out: str | Path) -> pd.DataFrame:
         ValueError: on a missing column or a non-numeric cell (naming the row).
     """
     source = Path(source)
-    if not source.is_file():
-        raise FileNotFoundError(f"{source}: leaderboard source not found")
-    df = pd.read_csv(source, dtype=str, keep_default_na=False)
-    missing = [c for c in _SOURCE_COLUMNS if c not in df.columns]
+    df = read_text_table(source, "leaderboard source")
+    missing = missing_columns(df, _SOURCE_COLUMNS)
     if missing:
         raise ValueError(f"{source}: missing column(s) {', '.join(missing)}; expected {', '.join(_SOURCE_COLUMNS)}")
     rows = [convert_row(r, f"{source}: row {i + 2}") for i, r in enumerate(df.to_dict("records"))]
