@@ -25,6 +25,7 @@ import pandas as pd
 
 from clapcap.evaluation.captioning_metrics import score_captions
 from clapcap.evaluation.leakage import KnownStatus, LeakageParams, decide_leakage
+from clapcap.tables import missing_columns, read_text_table
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -108,10 +109,8 @@ def read_split(path: str | Path) -> ReferenceSplit:
             whose rows disagree on ``is_audioset_eval``.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: split file not found")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in SPLIT_COLUMNS if c not in df.columns]
+    df = read_text_table(path, "split file")
+    missing = missing_columns(df, SPLIT_COLUMNS)
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; expected {SPLIT_COLUMNS} (+ audio_path)")
     clips: dict[str, SplitClip] = {}
