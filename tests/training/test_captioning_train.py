@@ -131,6 +131,7 @@ def test_lr_search_runs_grid_resumes_and_plots(dump, tiny_corpus, tmp_path, monk
     assert {t["lr_projection"] for t in best["stage1_trials"]} == set(search.stage1_lrs)
     assert len(best["stage2_trials"]) == 2 and best["stage2_lr_lm"] in search.stage2_lm_lrs
     assert (tmp_path / "lr" / "lr_search.png").stat().st_size > 1000
+    assert best["at_grid_edge"] == []  # two-point grids: every choice is an edge, none is flagged
     assert chosen_learning_rates(tmp_path / "lr")["stage2_lr_lm"] == best["stage2_lr_lm"]
     # An interrupted search resumes: completed trials in the SQLite study are not rerun.
     (tmp_path / "lr" / "best.json").unlink()
@@ -138,3 +139,15 @@ def test_lr_search_runs_grid_resumes_and_plots(dump, tiny_corpus, tmp_path, monk
     monkeypatch.setattr("clapcap.training.lr_search.train_captioner", lambda *a, **k: calls.append(k))
     again = search_learning_rates(tiny_model(), train, search, **kw)
     assert calls == [] and again["stage1_lr_projection"] == best["stage1_lr_projection"]
+
+
+def test_grid_edges_flags_choices_on_the_boundary_of_three_point_grids():
+    from clapcap.training.lr_search import grid_edges
+
+    search = LRSearchConfig(stage1_lrs=[1e-3, 3e-3, 1e-2], stage2_projection_lrs=[3e-4, 1e-3],
+                            stage2_lm_lrs=[1e-4, 1e-3, 3e-3])
+    best = {"stage1_lr_projection": 1e-2, "stage2_lr_projection": 3e-4, "stage2_lr_lm": 1e-3}
+    # stage 1 chose its largest LR; the 2-point projection grid is never flagged; 1e-3 is interior.
+    assert grid_edges(best, search) == ["stage1_lr_projection"]
+    assert grid_edges({**best, "stage1_lr_projection": 3e-3, "stage2_lr_lm": 1e-4}, search) == ["stage2_lr_lm"]
+    assert grid_edges({**best, "stage1_lr_projection": 3e-3}, search) == []

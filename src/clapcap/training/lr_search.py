@@ -7,13 +7,15 @@
 Each grid point is enqueued once; trials already COMPLETE in the study (SQLite at
 ``<out>/optuna.db``) are reused, and each trial's training folder skips finished work,
 so an interrupted search resumes. ``<out>/best.json`` marks a finished search, which is
-then returned as is. ``<out>/lr_search.png`` shows where the chosen LRs sit.
+then returned as is. ``<out>/lr_search.png`` shows where the chosen LRs sit, and
+``best.json["at_grid_edge"]`` lists chosen LRs on the edge of a grid (a warning is logged).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,9 +134,25 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
     best = {"stage1_lr_projection": lr1, "stage2_lr_projection": float(study2.best_params["lr_projection"]),
             "stage2_lr_lm": float(study2.best_params["lr_lm"]), "stage1_trials": _trials(study1),
             "stage2_trials": _trials(study2), "storage": storage}
+    best["at_grid_edge"] = grid_edges(best, search)
+    if best["at_grid_edge"]:
+        logger.warning("lr_search %s: %s chosen at the edge of the grid; widen the grid to confirm the optimum",
+                       out, ", ".join(best["at_grid_edge"]))
     best["plot"] = str(plot_lr_search(best, out / "lr_search.png"))
     write_json(out / "best.json", best)
     return best
+
+
+def grid_edges(best: dict[str, Any], search: LRSearchConfig) -> list[str]:
+    """The chosen LRs that sit on the smallest or largest value of a grid of 3 or more values.
+
+    A choice on the edge means the optimum may lie outside the grid. Grids of one or two
+    values are never flagged (every choice there is an edge).
+    """
+    grids = {"stage1_lr_projection": search.stage1_lrs, "stage2_lr_projection": search.stage2_projection_lrs,
+             "stage2_lr_lm": search.stage2_lm_lrs}
+    return [key for key, grid in grids.items()
+            if len(set(grid)) >= 3 and any(math.isclose(best[key], edge) for edge in (min(grid), max(grid)))]
 
 
 def plot_lr_search(best: dict[str, Any], path: str | Path) -> Path:
