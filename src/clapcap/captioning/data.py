@@ -47,6 +47,18 @@ def _dump_file(dump: str | Path, split: str) -> Path:
     return path / f"{split}.npz" if path.is_dir() else path
 
 
+def dump_encoder_config(dump: str | Path, split: str = "train") -> dict | None:
+    """The encoder config recorded in a dump's ``meta["encoder"]`` (written by
+    :func:`clapcap.encoders.embed.embed_dataset`), or None when the dump does not record one.
+
+    Raises:
+        FileNotFoundError: when the dump file is missing.
+    """
+    meta = load_dump(_dump_file(dump, split), validate=False).meta
+    enc = meta.get("encoder")
+    return dict(enc) if isinstance(enc, dict) else None
+
+
 def _mean_pool(frames: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """Mean over time; with a (N, T) validity mask (``audio_frame_mask``), over valid frames only."""
     if mask is None or mask.shape != frames.shape[:2]:

@@ -1,13 +1,22 @@
-"""Serving a saved captioner: audio embeddings in, captions out (used by the MLflow pyfunc).
+"""Serving a saved captioner (used by the MLflow pyfunc): audio or embeddings in, captions out.
 
-Accepted inputs: a (B, D) or (B, T, D) numpy array or tensor, a list of embedding rows,
-or a pandas DataFrame whose column ``embedding`` holds one vector per row (or whose
-numeric columns form the rows).
+A :class:`CaptionerService` holds a captioner, its decoding configuration and, optionally,
+the frozen audio encoder whose embeddings it was trained on. Accepted inputs:
+
+- **audio** (needs the encoder): a path or a list of paths to audio files (any format
+  :func:`clapcap.data.audio.load_audio` reads; resampled to the encoder's rate), a pandas
+  DataFrame with an ``audio_path`` column, or a one-column DataFrame/Series of paths
+  (MLflow turns a list of strings into one); :meth:`CaptionerService.caption_waves` takes
+  mono waveforms at the encoder's sample rate;
+- **embeddings**: a (B, D) or (B, T, D) numpy array or tensor, a list of embedding rows, or
+  a DataFrame whose column ``embedding`` holds one vector per row (or whose numeric
+  columns form the rows).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +28,82 @@ from clapcap.config import from_dict
 
 
 class CaptionerService:
-    """A loaded captioner plus its decoding configuration."""
+    """A loaded captioner plus its decoding configuration and (optionally) its audio encoder."""
 
-    def __init__(self, folder: str | Path, decoding: DecodingConfig | None = None) -> None:
+    def __init__(self, folder: str | Path, decoding: DecodingConfig | None = None, encoder: Any = None) -> None:
         self.model = load_captioner(folder)
         self.decoding = decoding or DecodingConfig()
+        self.encoder = encoder
 
     def predict(self, model_input: Any) -> list[str]:
-        """Captions for each embedding row of ``model_input`` (see module docstring).
+        """Captions for each audio file or embedding row of ``model_input`` (see module docstring).
 
         Raises:
-            TypeError / ValueError: on an unsupported input type or shape.
+            TypeError / ValueError: on an unsupported input type or shape, or audio input to a
+                service without an encoder.
+            clapcap.data.audio.AudioError: naming an audio file that cannot be read.
         """
+        paths = audio_paths(model_input)
+        if paths is not None:
+            return self.caption_files(paths)
         return generate_captions(self.model, to_array(model_input), self.decoding)
+
+    def caption_files(self, paths: Sequence[str | Path]) -> list[str]:
+        """Load, encode and caption audio files, in order."""
+        from clapcap.data.audio import load_audio
+
+        encoder = self._require_encoder()
+        return self.caption_waves([load_audio(p, encoder.sample_rate)[0] for p in paths])
+
+    def caption_waves(self, waves: Sequence[np.ndarray]) -> list[str]:
+        """Caption mono waveforms sampled at the encoder's rate.
+
+        Raises:
+            ValueError: when the encoder's embedding size differs from the captioner's input size.
+        """
+        embeds = np.asarray(self._require_encoder().embed_audio(list(waves)), dtype=np.float32)
+        if embeds.shape[-1] != self.model.cfg.in_dim:
+            raise ValueError(f"the audio encoder gives {embeds.shape[-1]}-dim embeddings but the captioner "
+                             f"expects {self.model.cfg.in_dim}")
+        return generate_captions(self.model, embeds, self.decoding)
+
+    def _require_encoder(self) -> Any:
+        if self.encoder is None:
+            raise ValueError("this captioner was saved without its audio encoder: pass embeddings, not audio")
+        return self.encoder
+
+
+def audio_paths(model_input: Any) -> list[str] | None:
+    """The audio paths in ``model_input``, or None when it is not audio-path input.
+
+    Raises:
+        ValueError: on an empty list of paths.
+    """
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a core dependency
+        pd = None
+    values: Any = None
+    if isinstance(model_input, str | Path):
+        values = [model_input]
+    elif pd is not None and isinstance(model_input, pd.DataFrame):
+        if "audio_path" in model_input.columns:
+            values = list(model_input["audio_path"])
+        elif model_input.shape[1] == 1:
+            values = list(model_input.iloc[:, 0])
+    elif pd is not None and isinstance(model_input, pd.Series):
+        values = list(model_input)
+    elif isinstance(model_input, list | tuple) and model_input and all(isinstance(v, str | Path) for v in model_input):
+        values = list(model_input)
+    if values is None or not all(isinstance(v, str | Path) for v in values):
+        return None
+    if not values:
+        raise ValueError("no audio paths given")
+    return [str(v) for v in values]
 
 
 def to_array(model_input: Any) -> Any:
-    """Convert a supported input to a float32 array (tensors pass through)."""
+    """Convert a supported embedding input to a float32 array (tensors pass through)."""
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - pandas is a core dependency
@@ -50,7 +118,11 @@ def to_array(model_input: Any) -> Any:
 
 
 def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
-    """Build the service from MLflow artifacts ``captioner`` (folder) and ``decoding`` (JSON).
+    """Build the service from MLflow artifacts.
+
+    ``captioner`` (folder, required), ``decoding`` (JSON), ``encoder_config`` (JSON of an
+    :class:`~clapcap.encoders.base.EncoderConfig`) and ``encoder`` (the encoder's checkpoint,
+    which replaces the config's ``checkpoint``).
 
     Raises:
         KeyError: when the ``captioner`` artifact is missing.
@@ -58,4 +130,12 @@ def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
     decoding = None
     if "decoding" in artifacts:
         decoding = from_dict(DecodingConfig, json.loads(Path(artifacts["decoding"]).read_text()))
-    return CaptionerService(artifacts["captioner"], decoding)
+    encoder = None
+    if "encoder_config" in artifacts:
+        from clapcap.encoders.base import EncoderConfig, create_encoder
+
+        cfg = from_dict(EncoderConfig, json.loads(Path(artifacts["encoder_config"]).read_text()))
+        if "encoder" in artifacts:
+            cfg.checkpoint = artifacts["encoder"]
+        encoder = create_encoder(cfg)
+    return CaptionerService(artifacts["captioner"], decoding, encoder)

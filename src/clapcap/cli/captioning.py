@@ -61,6 +61,21 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _caption(args: argparse.Namespace) -> int:
+    from clapcap import tracking
+    from clapcap.utils.io import write_json
+
+    model = tracking.load_pyfunc_model(args.model)
+    captions = model.predict([str(p) for p in args.audio])
+    out = dict(zip([str(p) for p in args.audio], captions, strict=True))
+    if args.out:
+        write_json(args.out, out)
+        logger.info("wrote %d captions to %s", len(out), args.out)
+    for path, caption in out.items():
+        print(f"{path}\t{caption}")
+    return 0
+
+
 def _ablate(args: argparse.Namespace) -> int:
     from clapcap.training.captioning_experiments import run_ablation
 
@@ -149,6 +164,10 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     _add_params(p)
     p.add_argument("--lm", required=True)
     _add_generate(group)
+    p = add_command(group, "caption", _caption, "caption audio files with a registered captioner")
+    p.add_argument("audio", nargs="+", help="audio files (wav, flac, ogg, mp3)")
+    p.add_argument("--model", default="models:/captioner@champion", help="MLflow model URI")
+    p.add_argument("--out", default=None, help="also write {path: caption} JSON here")
     p = add_command(group, "ablate", _ablate, "run one ablation (or one configuration of it)")
     _add_params(p)
     p.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "decoding"])

@@ -2,9 +2,13 @@
 
 :func:`register_champion` picks, among every finished run and decoding configuration of
 the study, the one with the best primary metric on the VALIDATION split, logs it as an
-MLflow pyfunc model (audio embeddings in, captions out; see
-:mod:`clapcap.captioning.serving`) and registers it under ``registered_model`` with the
-alias ``champion``.
+MLflow pyfunc model and registers it under ``registered_model`` with the alias ``champion``.
+
+The logged model takes **audio** (file paths) and returns captions: it bundles the
+captioner, its decoding config and the frozen audio encoder recorded in the champion's
+embedding dump (``meta["encoder"]``; a local checkpoint folder or file is copied into the
+model's artifacts). A dump that records no encoder gives an embeddings-in model instead, and
+``champion.json`` says which (``"input"``). See :mod:`clapcap.captioning.serving`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.captioning.data import dump_encoder_config
 from clapcap.training.captioning_experiments import CaptioningParams
 from clapcap.utils.io import read_json, write_json
 
@@ -65,29 +70,49 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     out = Path(params.out_dir)
     best, metric = select_champion(candidates(out))
     decoding_path = write_json(out / "champion_decoding.json", best["decoding"])
-    in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
-    example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
+    artifacts = {"captioner": str(best["checkpoint"]), "decoding": str(decoding_path)}
+    encoder = dump_encoder_config(best.get("dump") or params.dump)
+    if encoder is not None:
+        artifacts["encoder_config"] = str(write_json(out / "champion_encoder.json", encoder))
+        if encoder.get("checkpoint") and Path(encoder["checkpoint"]).exists():
+            artifacts["encoder"] = str(encoder["checkpoint"])
+        example = [str(p) for p in example_audio(params.data_dir)]
+    else:
+        logger.warning("%s records no audio encoder: the champion takes embeddings, not audio",
+                       best.get("dump") or params.dump)
+        in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
+        example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
     with tracking.stage_run("captioning-register", experiment="clapcap-captioning", run_name=best["name"],
                             params={"candidate": best["name"], "metric": metric}):
         tracking.log_metrics({f"val/{metric}": best["val"]["corpus"][metric]})
         uri = tracking.log_loader_pyfunc_model(
-            "captioner", "clapcap.captioning.serving:load_for_pyfunc",
-            artifacts={"captioner": str(best["checkpoint"]), "decoding": str(decoding_path)},
-            input_example=example)
+            "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
     version = tracking.register_model(uri, params.registered_model, alias=params.alias,
                                       tags={"candidate": best["name"], "metric": metric})
     result = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
               "checkpoint": best["checkpoint"], "model_uri": uri, "version": version, "alias": params.alias,
               "registered_model": params.registered_model, "decoding": best["decoding"],
-              "dump": best.get("dump"), "embedding_key": best.get("embedding_key")}
+              "dump": best.get("dump"), "embedding_key": best.get("embedding_key"),
+              "input": "audio" if encoder is not None else "embeddings",
+              "encoder": encoder}
     write_json(out / "champion.json", result)
     logger.info("champion %s (%s %.4f) registered as %s@%s v%d", best["name"], metric,
                 result["value"], params.registered_model, params.alias, version)
     return result
 
 
+def example_audio(data_dir: str | Path, n: int = 2) -> list[Path]:
+    """Paths of the first ``n`` test clips of the dataset (the registered model's input example)."""
+    from clapcap.data.manifest import resolve_audio_path
+    from clapcap.data.prepare import load_dataset
+
+    ds = load_dataset(data_dir)
+    rows = ds.manifest[ds.manifest["split"] == "test"].head(n)
+    return [resolve_audio_path(ds.root, p) for p in rows["audio_path"]]
+
+
 def load_champion(name: str = "captioner", alias: str = "champion") -> Any:
-    """Load the registered champion as a pyfunc model (``predict(embeddings) -> captions``)."""
+    """Load the registered champion as a pyfunc model (``predict(audio paths) -> captions``)."""
     from clapcap import tracking
 
     return tracking.load_pyfunc_model(f"models:/{name}@{alias}")
