@@ -41,8 +41,14 @@ def test_collect_and_report(tmp_path):
     assert [(r["name"], r["leaky"]) for r in rows] == [
         ("ClipCap gpt2", False), ("ClipCap t5", False), ("most common training caption", False),
         ("leak", True), ("leak (held-out)", False)]
+    lms = json.loads((tmp_path / "inputs" / "lm_ablation.json").read_text())["rows"]
+    assert [r["name"] for r in lms] == ["gpt2", "t5", "most common training caption"]
+    assert lms[-1]["metrics"]["CIDEr-D"] == 0.3 and "seeds" not in lms[-1]
     dec = json.loads((tmp_path / "inputs" / "decoding_ablation.json").read_text())["rows"]
     assert {r["name"]: r["baseline"] for r in dec} == {"beam3": False, "greedy": True}
     summary = collect_and_report(params, tmp_path / "report")
     assert summary["sections"]["reference_comparison"]["status"] == "ok"
-    assert "†" in (tmp_path / "report" / "report.md").read_text()
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "†" in report
+    lm_table = report.split("## Language-model ablation")[1].split("##")[0]
+    assert "| most common training caption | – |" in lm_table

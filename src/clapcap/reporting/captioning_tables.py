@@ -4,6 +4,11 @@ Every ablation row shows its test metrics and the change of the primary metric a
 its baseline: the LM's noise-floor mean for LM, architecture and decoding rows, the
 default encoder for encoder rows. A change within two noise-floor standard deviations of
 that LM is marked as noise (``~``), since each model is judged against its own floor.
+
+A second table sets each LM's noise floor against the trivial baseline (the most common
+training caption), metric by metric: the margin is ``mean - baseline``, and it is called
+**clear** when every seed beats the baseline and the margin exceeds ``NOISE_K`` noise-floor
+standard deviations.
 """
 
 from __future__ import annotations
@@ -77,7 +82,47 @@ def build_summary(out_dir: str | Path) -> dict[str, Any]:
             r["delta"] = r["metrics"][primary] - ref["metrics"][primary]
             if std is not None and r["group"] != "encoder":
                 r["within_noise"] = abs(r["delta"]) <= NOISE_K * std
-    return {"primary": primary, "metrics": metrics, "rows": rows}
+    return {"primary": primary, "metrics": metrics, "rows": rows, "vs_baseline": baseline_margins(out)}
+
+
+def baseline_margins(out_dir: str | Path) -> list[dict[str, Any]]:
+    """Each LM's noise floor against the trivial baseline, for every metric both have.
+
+    Returns:
+        ``[{"lm", "metric", "mean", "std", "min", "baseline", "margin", "relative", "clear"}]``
+        (empty without a baseline file). ``clear``: every seed > baseline and
+        ``margin > NOISE_K * std``.
+    """
+    out = Path(out_dir)
+    if not (out / "baseline_trivial.json").is_file():
+        return []
+    base = read_json(out / "baseline_trivial.json")["test"]["corpus"]
+    found = []
+    for path in sorted(out.glob("noise_floor/*.json")):
+        floor = read_json(path)
+        for metric, stats in sorted(floor["metrics"].items()):
+            if metric not in base:
+                continue
+            margin = stats["mean"] - base[metric]
+            found.append({"lm": floor["lm"], "metric": metric, "mean": stats["mean"], "std": stats["std"],
+                          "min": min(stats["values"]), "baseline": base[metric], "margin": margin,
+                          "relative": margin / base[metric] if base[metric] else None,
+                          "clear": min(stats["values"]) > base[metric] and margin > NOISE_K * stats["std"]})
+    return found
+
+
+def _margin_lines(summary: dict[str, Any]) -> list[str]:
+    rows = summary.get("vs_baseline") or []
+    if not rows:
+        return []
+    lines = ["", "Against the trivial baseline (most common training caption), test split:", "",
+             "| LM | metric | mean ± std (seeds) | worst seed | baseline | margin | clear |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rel = f" ({r['relative']:+.0%})" if r["relative"] is not None else ""
+        lines.append(f"| {r['lm']} | {r['metric']} | {r['mean']:.3f} ± {r['std']:.3f} | {r['min']:.3f} | "
+                     f"{r['baseline']:.3f} | {r['margin']:+.3f}{rel} | {'yes' if r['clear'] else 'no'} |")
+    lines.append(f"\nclear: every seed beats the baseline and the margin exceeds {NOISE_K:g} noise-floor std.")
+    return lines
 
 
 def _cell(value: float | None, std: float | None = None) -> str:
@@ -103,7 +148,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
         lines.append("| " + " | ".join([r["group"], r["name"], r["lm"], *cells, _delta(r)]) + " |")
     note = (f"\nΔ: change of {summary['primary']} against the LM's noise-floor mean (encoder rows: "
             f"against the default encoder); `~` marks a change within {NOISE_K:g} noise-floor std.\n")
-    return "\n".join(lines) + "\n" + note
+    return "\n".join(lines) + "\n" + note + "\n".join(_margin_lines(summary)) + "\n"
 
 
 def _tex(text: str) -> str:

@@ -84,7 +84,8 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
                         baseline_decoding: str) -> dict[str, list[dict[str, Any]]]:
     """Report rows per captioning section from the study's result files (test split).
 
-    - ``lm_ablation``: one row per LM with its seeds (``<lm>_seed<k>.json``);
+    - ``lm_ablation``: one row per LM with its seeds (``<lm>_seed<k>.json``), then the
+      most-common-caption baseline (``baseline_trivial.json``) that every LM must beat;
     - ``arch_ablation``: per LM, the seed-0 baseline plus ``<lm>_<variant>_seed0.json``;
     - ``decoding_ablation``: ``decoding/<lm>/<name>.json``, baseline ``baseline_decoding``;
     - ``encoder_ablation``: ``encoder_<name>_<lm>_s1_seed0.json``, baseline ``default``;
@@ -119,8 +120,12 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
                                         "metrics": _test_metrics(path)})
     trivial = Path(root) / "baseline_trivial.json"
     if trivial.is_file():
+        metrics = _caption_metrics(read_json(trivial)["test"]["corpus"])
         out["pipeline"].append({"name": "most common training caption", "pipeline": True, "leaky": False,
-                                "metrics": _caption_metrics(read_json(trivial)["test"]["corpus"])})
+                                "metrics": metrics})
+        if out["lm_ablation"]:
+            out["lm_ablation"].append({"name": "most common training caption", "group": "trivial baseline",
+                                       "metrics": metrics})
     return out
 
 
