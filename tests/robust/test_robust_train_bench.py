@@ -79,6 +79,24 @@ def test_train_resume_skip_and_benchmark(robust_setup, tmp_path):
     assert (tmp_path / "bench" / "dumps" / "RobustCLAP__view2.npz").is_file()
 
 
+def test_same_seed_gives_the_same_weights_whatever_the_global_rng_state(robust_setup, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    torch.manual_seed(123)
+    a = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "a")), progress=False)
+    torch.rand(1000)  # consume the global generator: the run must not depend on it
+    b = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "b")), progress=False)
+    c = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "c"), seed=1), progress=False)
+    assert a.added_words  # new token rows were initialised (randomly) in this run
+    sd = [load_file(f"{r.model_dir}/model.safetensors") for r in (a, b, c)]
+    assert all(torch.equal(sd[0][k], sd[1][k]) for k in sd[0])
+    assert not all(torch.equal(sd[0][k], sd[2][k]) for k in sd[0])
+
+
 @pytest.mark.slow
 def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monkeypatch):
     """MLflow runs of both steps; the candidate is registered when the rule says so (forced here)."""

@@ -143,6 +143,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         ValueError: when the views are missing or misaligned for a train clip.
         TrainingCollapsed: when validation t2a R@10 <= ``collapse_factor`` x chance.
     """
+    import torch
+
     from clapcap.data.prepare import load_dataset
     from clapcap.encoders.tiny import save_clap
     from clapcap.training.clap import TrainingCollapsed, fit
@@ -154,6 +156,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         return RobustTrainResult(**{**read_json(result_path), "skipped": True})
     t0 = time.perf_counter()
     model, tokenizer, fe, sidecar = _load_base(params)
+    torch.manual_seed(params.seed)  # new token rows (resize_token_embeddings) and dropout
     prep = ClapPreprocessing(fusion=bool(model.config.audio_config.enable_fusion), crop="head",
                              mel_floor_db=sidecar.get("mel_floor_db"))
     manifest = load_dataset(params.paraphrase_dir).manifest
