@@ -1,5 +1,10 @@
-"""DVC stage `robust_train`: multi-view contrastive fine-tuning of a CLAP (params.yaml `robust_train`)."""
+"""DVC stages `robust_train` and `robust_control`: multi-view contrastive fine-tuning of a CLAP.
 
+Usage: python pipelines/robust_train.py [--section robust_train]
+(`robust_control` is the same fine-tune with the paraphrase losses switched off.)
+"""
+
+import argparse
 import logging
 import sys
 
@@ -8,9 +13,12 @@ from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.train import run_robust_train
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--section", default="robust_train", help="params.yaml section (RobustTrainParams)")
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run_robust_train(load_section(RobustTrainParams, "robust_train"))
+    run_robust_train(load_section(RobustTrainParams, args.section))
     return 0
 
 

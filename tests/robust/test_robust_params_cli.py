@@ -1,8 +1,7 @@
-"""The proposed params sections parse strictly; the CLI group runs; the registration rule."""
+"""The RobustCLAP params sections parse strictly; the CLI group runs; the registration rule."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -14,24 +13,23 @@ from clapcap.paraphrase.dataset import ParaphraseParams
 from clapcap.robust.benchmark import should_register
 from clapcap.robust.config import RobustBenchParams, RobustTrainParams
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "robust.md"
+PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 SECTIONS = {"robust_paraphrase": ParaphraseParams, "robust_train": RobustTrainParams,
-            "robust_benchmark": RobustBenchParams}
+            "robust_control": RobustTrainParams, "robust_benchmark": RobustBenchParams}
 
 
-def _proposed() -> dict:
-    block = re.search(r"## Proposed `params.yaml` sections\n\n```yaml\n(.*?)```", DOC.read_text(), re.S)
-    assert block, f"{DOC}: no proposed params block"
-    return yaml.safe_load(block.group(1))
-
-
-def test_proposed_sections_parse_and_match_defaults():
-    data = _proposed()
-    assert set(data) == set(SECTIONS)
-    for name, cls in SECTIONS.items():
-        assert from_dict(cls, data[name], where=name) is not None
-    for name, cls in SECTIONS.items():  # the proposal documents the defaults
-        assert from_dict(cls, data[name]) == cls(), name
+def test_params_sections_parse_and_the_control_differs_only_in_its_losses():
+    data = yaml.safe_load(PARAMS.read_text())
+    parsed = {name: from_dict(cls, data[name], where=name) for name, cls in SECTIONS.items()}
+    train, control = parsed["robust_train"], parsed["robust_control"]
+    # The control is the same fine-tune with the paraphrase terms off (and its own output).
+    assert (control.loss.w_view1, control.loss.w_view2, control.loss.w_align) == (0.0, 0.0, 0.0)
+    assert control.loss.w_clip == train.loss.w_clip
+    same = {k: v for k, v in vars(train).items() if k not in ("loss", "out_dir")}
+    assert same == {k: v for k, v in vars(control).items() if k not in ("loss", "out_dir")}
+    assert control.out_dir != train.out_dir
+    bench = parsed["robust_benchmark"]
+    assert {train.out_dir + "/model", control.out_dir + "/model"} <= set(bench.models.values())
 
 
 def test_unknown_and_mistyped_keys_are_rejected():
