@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from clapcap.captioning.generation import DecodingConfig, generate_captions
 from clapcap.captioning.model import load_captioner
@@ -79,21 +80,17 @@ def audio_paths(model_input: Any) -> list[str] | None:
     Raises:
         ValueError: on an empty list of paths.
     """
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a core dependency
-        pd = None
     values: Any = None
     if isinstance(model_input, str | Path):
         values = [model_input]
-    elif pd is not None and isinstance(model_input, pd.DataFrame):
+    elif isinstance(model_input, pd.DataFrame):
         if "audio_path" in model_input.columns:
             values = list(model_input["audio_path"])
         elif model_input.shape[1] == 1:
             values = list(model_input.iloc[:, 0])
-    elif pd is not None and isinstance(model_input, pd.Series):
+    elif isinstance(model_input, pd.Series):
         values = list(model_input)
-    elif isinstance(model_input, list | tuple) and model_input and all(isinstance(v, str | Path) for v in model_input):
+    elif isinstance(model_input, list | tuple) and model_input:
         values = list(model_input)
     if values is None or not all(isinstance(v, str | Path) for v in values):
         return None
@@ -104,11 +101,7 @@ def audio_paths(model_input: Any) -> list[str] | None:
 
 def to_array(model_input: Any) -> Any:
     """Convert a supported embedding input to a float32 array (tensors pass through)."""
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a core dependency
-        pd = None
-    if pd is not None and isinstance(model_input, pd.DataFrame):
+    if isinstance(model_input, pd.DataFrame):
         if "embedding" in model_input.columns:
             return np.stack([np.asarray(v, dtype=np.float32) for v in model_input["embedding"]])
         return model_input.to_numpy(dtype=np.float32)

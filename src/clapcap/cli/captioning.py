@@ -65,9 +65,8 @@ def _caption(args: argparse.Namespace) -> int:
     from clapcap import tracking
     from clapcap.utils.io import write_json
 
-    model = tracking.load_pyfunc_model(args.model)
-    captions = model.predict([str(p) for p in args.audio])
-    out = dict(zip([str(p) for p in args.audio], captions, strict=True))
+    paths = [str(p) for p in args.audio]
+    out = dict(zip(paths, tracking.load_pyfunc_model(args.model).predict(paths), strict=True))
     if args.out:
         write_json(args.out, out)
         logger.info("wrote %d captions to %s", len(out), args.out)

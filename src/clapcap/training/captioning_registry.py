@@ -71,15 +71,15 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     best, metric = select_champion(candidates(out))
     decoding_path = write_json(out / "champion_decoding.json", best["decoding"])
     artifacts = {"captioner": str(best["checkpoint"]), "decoding": str(decoding_path)}
-    encoder = dump_encoder_config(best.get("dump") or params.dump)
+    dump = best.get("dump") or params.dump
+    encoder = dump_encoder_config(dump)
     if encoder is not None:
         artifacts["encoder_config"] = str(write_json(out / "champion_encoder.json", encoder))
         if encoder.get("checkpoint") and Path(encoder["checkpoint"]).exists():
             artifacts["encoder"] = str(encoder["checkpoint"])
-        example = [str(p) for p in example_audio(params.data_dir)]
+        example = example_audio(params.data_dir)
     else:
-        logger.warning("%s records no audio encoder: the champion takes embeddings, not audio",
-                       best.get("dump") or params.dump)
+        logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
         example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
     with tracking.stage_run("captioning-register", experiment="clapcap-captioning", run_name=best["name"],
@@ -101,14 +101,14 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     return result
 
 
-def example_audio(data_dir: str | Path, n: int = 2) -> list[Path]:
+def example_audio(data_dir: str | Path, n: int = 2) -> list[str]:
     """Paths of the first ``n`` test clips of the dataset (the registered model's input example)."""
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
 
     ds = load_dataset(data_dir)
     rows = ds.manifest[ds.manifest["split"] == "test"].head(n)
-    return [resolve_audio_path(ds.root, p) for p in rows["audio_path"]]
+    return [str(resolve_audio_path(ds.root, p)) for p in rows["audio_path"]]
 
 
 def load_champion(name: str = "captioner", alias: str = "champion") -> Any:
