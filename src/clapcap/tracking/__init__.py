@@ -219,6 +219,9 @@ def log_loader_pyfunc_model(name: str, loader: str, *, artifacts: Mapping[str, s
     return log_pyfunc_model(LoaderModel(loader), name, artifacts=artifacts, input_example=input_example)
 
 
-def load_pyfunc_model(model_uri: str) -> Any:
-    """Load a pyfunc model (for example ``models:/captioner@champion``)."""
-    return _mlflow().pyfunc.load_model(model_uri)
+def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None) -> Any:
+    """Load a pyfunc model (for example ``models:/captioner@champion``) from the project's
+    store (``tracking_uri`` or :func:`default_tracking_uri`), also outside a stage run."""
+    mlflow = _mlflow()
+    mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
+    return mlflow.pyfunc.load_model(model_uri)
