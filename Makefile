@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup repro test test-all lint gate clean-venv
+.PHONY: setup browser repro test test-all lint gate clean-venv
 
 setup: $(STAMP)
 
@@ -34,10 +34,22 @@ repro: setup
 	$(VENV)/bin/dvc repro
 	$(VENV)/bin/dvc push -q || echo "dvc push to the default remote failed; results are still in .dvc/cache"
 
-test: setup
+# The rating-page test drives Debian's Chromium (a test tool's own browser download fails
+# offline), so the test targets install it when it is missing: apt-get as root, sudo otherwise.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "make: $(CHROMIUM) not found; installing Debian's chromium for the browser test"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null \
+	  || { echo "make: could not install chromium: run 'apt-get install chromium' yourself"; exit 1; }; \
+	fi
+
+test: setup browser
 	$(VENV)/bin/pytest -q
 
-test-all: setup
+test-all: setup browser
 	$(VENV)/bin/pytest -q -m "slow or not slow"
 
 # The CI gates on committed fixtures: metric parity (harness vs independent implementation,
