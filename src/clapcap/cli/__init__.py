@@ -23,6 +23,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("reference", "clapcap.cli.reference", "reference captioners, scoring and leakage"),
     ("pairwise", "clapcap.cli.pairwise", "pairwise A/B judging study and agreement"),
     ("report", "clapcap.cli.report", "tables, figures and the leaderboard"),
+    ("conclusions", "clapcap.cli.conclusions", "stated findings as data: compare two builds"),
 ]
 
 
