@@ -126,6 +126,9 @@ def test_validate_refuses_other_params_or_inputs(tmp_path, make_clotho):
     manifest.write_text(manifest.read_text().replace("variant 0", "variant zero"))
     with pytest.raises(DataValidationError, match="manifest.csv is missing or is not the manifest"):
         validate_data(params, tmp_path / "rep")
+    shutil.rmtree(root)
+    with pytest.raises(DataValidationError, match="cannot list its input files .*not a folder"):
+        validate_data(params, tmp_path / "rep")
 
 
 def test_dataset_json_holds_no_absolute_path_for_a_relative_root(tmp_path, make_clotho, write_wav,

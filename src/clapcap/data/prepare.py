@@ -206,7 +206,11 @@ def check_build(params: DataParams, *, memo_path: str | Path | None = None) -> N
         raise StaleDatasetError(f"{path} records no build (written by an older clapcap or another tool): {rerun}")
     if build.get("params_sha256") != params_digest(params):
         raise StaleDatasetError(f"{path} was built from other params than the current `data` section: {rerun}")
-    if build.get("listing_sha256") != listing_digest(build_listing(params, memo_path=memo_path)):
+    try:
+        listing = build_listing(params, memo_path=memo_path)
+    except (FileNotFoundError, ValueError) as err:
+        raise StaleDatasetError(f"{path}: cannot list its input files ({err})") from err
+    if build.get("listing_sha256") != listing_digest(listing):
         raise StaleDatasetError(f"{path} was built from other input files (a metadata CSV or audio file under "
                                 f"{params.external.root} changed since): {rerun}")
     manifest = Path(params.out_dir) / "manifest.csv"
