@@ -4,12 +4,13 @@ import logging
 import sys
 
 from clapcap.config import load_section
+from clapcap.data.listing import DEFAULT_MEMO
 from clapcap.data.prepare import DataParams, prepare_data
 
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    prepare_data(load_section(DataParams, "data"))
+    prepare_data(load_section(DataParams, "data"), memo_path=DEFAULT_MEMO)
     return 0
 
 

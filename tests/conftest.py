@@ -45,14 +45,64 @@ def mlflow_uri(_mlflow_session_store, monkeypatch) -> str:
     return _mlflow_session_store
 
 
+def _tiny_corpus_params(out: str | Path):
+    from clapcap.data.prepare import DataParams
+    from clapcap.data.synth import SynthConfig
+
+    return DataParams(out_dir=str(out), synthetic=SynthConfig(n_clips=40, seed=1, min_duration_s=2.0,
+                                                              max_duration_s=4.0, music_fraction=0.2))
+
+
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory) -> Path:
     """A prepared 40-clip synthetic corpus (2-4 s clips); returns its folder."""
-    from clapcap.data.prepare import DataParams, prepare_data
-    from clapcap.data.synth import SynthConfig
+    from clapcap.data.prepare import prepare_data
 
     out = tmp_path_factory.mktemp("tiny_corpus")
-    params = DataParams(out_dir=str(out), synthetic=SynthConfig(n_clips=40, seed=1, min_duration_s=2.0,
-                                                                max_duration_s=4.0, music_fraction=0.2))
-    prepare_data(params, progress=False)
+    prepare_data(_tiny_corpus_params(out), progress=False)
     return out
+
+
+@pytest.fixture
+def tiny_corpus_params(tiny_corpus):
+    """The ``data`` params ``tiny_corpus`` was built from (a fresh copy per test)."""
+    return _tiny_corpus_params(tiny_corpus)
+
+
+def _write_wav(path: Path, freq: float = 440.0, seconds: float = 1.0, sr: int = 16000, *,
+              subtype: str = "PCM_16", nan_at: int | None = None) -> Path:
+    """A short sine WAV; ``nan_at`` plants a NaN sample (needs a float ``subtype``)."""
+    import numpy as np
+    import soundfile as sf
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wave = (0.3 * np.sin(2 * np.pi * freq * np.arange(int(seconds * sr)) / sr)).astype(np.float32)
+    if nan_at is not None:
+        wave[nan_at] = np.nan
+    sf.write(str(path), wave, sr, subtype=subtype, format="WAV")
+    return path
+
+
+@pytest.fixture
+def write_wav():
+    """The WAV writer ``write_wav(path, freq=440, seconds=1, sr=16000, subtype="PCM_16", nan_at=None)``."""
+    return _write_wav
+
+
+@pytest.fixture
+def make_clotho():
+    """Factory: ``make(root, n=3)`` writes a tiny Clotho-format dataset (``captions.csv`` with
+    ``file_name, caption_1..caption_5`` and ``audio/clip<i>.wav``, 1 s sines); returns ``root``."""
+    import csv
+
+    def make(root: Path, n: int = 3) -> Path:
+        root.mkdir(parents=True, exist_ok=True)
+        with (root / "captions.csv").open("w", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(["file_name"] + [f"caption_{i}" for i in range(1, 6)])
+            for k in range(n):
+                _write_wav(root / "audio" / f"clip{k}.wav", freq=220.0 * (k + 1))
+                out.writerow([f"clip{k}.wav"] + [f"tone number {k} variant {j}" for j in range(5)])
+        return root
+
+    return make

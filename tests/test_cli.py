@@ -18,7 +18,8 @@ def test_help_lists_groups():
 
 def test_data_validate_reports_violation(tiny_corpus, tmp_path, capsys):
     params = tmp_path / "params.yaml"
-    params.write_text(f"data:\n  out_dir: {tiny_corpus}\n  max_duration_s: 3.0\n")
+    params.write_text(f"data:\n  out_dir: {tiny_corpus}\n  max_duration_s: 3.0\n  synthetic: {{n_clips: 40, seed: 1, "
+                      "min_duration_s: 2.0, max_duration_s: 4.0, music_fraction: 0.2}\n")
     assert main(["data", "validate", "--params", str(params), "--report-dir", str(tmp_path / "r")]) == 1
     assert "duration_s" in capsys.readouterr().out
 

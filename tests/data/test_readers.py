@@ -95,3 +95,28 @@ def test_folder_reader_refuses_path_escape(tmp_path):
     (root / "meta.csv").write_text("file_name,caption\n../outside.wav,escaped\n")
     with pytest.raises(ManifestError, match="outside the dataset root"):
         read_folder(root, root / "meta.csv")
+
+
+@pytest.mark.parametrize("bad,reason", [(np.nan, "NaN sample"), (np.inf, "infinite sample")])
+def test_non_finite_audio_raises_or_is_listed(tmp_path, make_clotho, bad, reason):
+    """Old code read only the header: such a file passed prepare and validate, then broke embed."""
+    root = make_clotho(tmp_path / "ds")
+    wave = np.zeros(16000, dtype=np.float32)
+    wave[8000] = bad
+    sf.write(str(root / "audio" / "clip1.wav"), wave, 16000, subtype="FLOAT")
+    with pytest.raises(AudioError, match=rf"clip1.wav: {reason}\(s\), first at frame 8000 \(0.500 s\)"):
+        read_clotho(root, root / "captions.csv")
+    df, report = read_clotho(root, root / "captions.csv", on_error="skip")
+    assert list(df["clip_id"]) == ["clip0", "clip2"]
+    assert [Path(s["path"]).name for s in report.skipped] == ["clip1.wav"]
+
+
+def test_only_float_files_are_decoded_for_the_sample_check(tmp_path, make_clotho, write_wav, monkeypatch):
+    from clapcap.data import audio
+
+    root = make_clotho(tmp_path / "ds")  # PCM_16: cannot hold NaN, so never decoded
+    write_wav(root / "audio" / "clip2.wav", subtype="FLOAT")
+    decoded = []
+    monkeypatch.setattr(audio, "_check_finite", lambda path, sr: decoded.append(path.name))
+    df, _ = read_clotho(root, root / "captions.csv")
+    assert len(df) == 3 and decoded == ["clip2.wav"]

@@ -5,17 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clapcap.data.prepare import DataParams, load_dataset
-from clapcap.data.synth import SynthConfig
+from clapcap.data.prepare import load_dataset
 from clapcap.quality.suites import validate_dump_arrays, validate_manifest, validate_split_sizes
 from clapcap.quality.validate import DataValidationError, validate_data
 
 KW = dict(min_duration_s=0.5, max_duration_s=60.0, allowed_sample_rates=[16000])
 
 
-def test_clean_corpus_passes_and_writes_report(tiny_corpus, tmp_path):
-    params = DataParams(out_dir=str(tiny_corpus), synthetic=SynthConfig(n_clips=40))
-    report = validate_data(params, tmp_path / "rep")
+def test_clean_corpus_passes_and_writes_report(tiny_corpus_params, tmp_path):
+    report = validate_data(tiny_corpus_params, tmp_path / "rep")
     assert report.success
     assert "PASSED" in (tmp_path / "rep" / "validation.md").read_text()
 
@@ -50,8 +48,9 @@ def test_split_sizes_checked(tiny_corpus):
     assert not validate_split_sizes(df, fractions).success
 
 
-def test_validate_data_stage_fails_on_violation(tiny_corpus, tmp_path):
-    params = DataParams(out_dir=str(tiny_corpus), max_duration_s=3.0)  # clips are up to 4 s
+def test_validate_data_stage_fails_on_violation(tiny_corpus_params, tmp_path):
+    params = tiny_corpus_params
+    params.max_duration_s = 3.0  # clips are up to 4 s; a validation threshold, not a build input
     with pytest.raises(DataValidationError, match="duration_s"):
         validate_data(params, tmp_path / "rep")
     assert "FAILED" in (tmp_path / "rep" / "validation.md").read_text()

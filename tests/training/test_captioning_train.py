@@ -151,3 +151,31 @@ def test_grid_edges_flags_choices_on_the_boundary_of_three_point_grids():
     assert grid_edges(best, search) == ["stage1_lr_projection"]
     assert grid_edges({**best, "stage1_lr_projection": 3e-3, "stage2_lr_lm": 1e-4}, search) == ["stage2_lr_lm"]
     assert grid_edges({**best, "stage1_lr_projection": 3e-3}, search) == []
+
+
+def test_lm_warmup_is_keyed_by_caption_content_not_paths(dump, tiny_corpus, tmp_path):
+    """Old code keyed the shared warm-up by the dump and data paths: an edited caption reused
+    the stale warm-up, and a copy of the same data in another folder trained a second one."""
+    import shutil
+
+    from clapcap.data.manifest import read_manifest, write_manifest
+
+    data, copy = tmp_path / "data", tmp_path / "elsewhere" / "data"
+    for dest in (data, copy):
+        shutil.copytree(tiny_corpus, dest, ignore=shutil.ignore_patterns("audio"))
+    cache = tmp_path / "lm_warmup"
+    cfg = tiny_train(stages=[1], stage1=StageConfig(epochs=1))
+
+    def run(name, data_dir):
+        train_captioner(tiny_model(), cfg, dump=dump, data_dir=data_dir, out_dir=tmp_path / name,
+                        progress=False, track=False, lm_cache_dir=cache)
+        return sorted(p.name for p in cache.glob("lm_*.pt"))
+
+    first = run("a", data)
+    assert len(first) == 1
+    assert run("b", copy) == first  # same content elsewhere: shared
+    df = read_manifest(data / "manifest.csv")
+    row = df.index[df["split"] == "train"][0]
+    df.at[row, "captions"] = ["a caption nobody wrote before", *df.at[row, "captions"][1:]]
+    write_manifest(df, data / "manifest.csv")
+    assert len(run("c", data)) == 2  # edited training caption: a new warm-up

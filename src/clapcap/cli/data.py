@@ -9,19 +9,21 @@ from clapcap.cli._common import add_command, add_group
 
 def _prepare(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.data.listing import DEFAULT_MEMO
     from clapcap.data.prepare import DataParams, prepare_data
 
-    print(prepare_data(load_section(DataParams, "data", args.params)))
+    print(prepare_data(load_section(DataParams, "data", args.params), memo_path=DEFAULT_MEMO))
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.data.listing import DEFAULT_MEMO
     from clapcap.data.prepare import DataParams
     from clapcap.quality.validate import DataValidationError, validate_data
 
     try:
-        validate_data(load_section(DataParams, "data", args.params), args.report_dir)
+        validate_data(load_section(DataParams, "data", args.params), args.report_dir, memo_path=DEFAULT_MEMO)
     except DataValidationError as err:
         print(err)
         return 1
@@ -30,10 +32,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _flow(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.data.listing import DEFAULT_MEMO
     from clapcap.data.prepare import DataParams
     from clapcap.flows.data import data_flow
 
-    result = data_flow(load_section(DataParams, "data", args.params), args.report_dir)
+    result = data_flow(load_section(DataParams, "data", args.params), args.report_dir, memo_path=str(DEFAULT_MEMO))
     print(result)
     return 0 if result["validation_passed"] else 1
 

@@ -78,11 +78,17 @@ def load_audio(
     return wave, int(sr)
 
 
-def audio_info(path: str | Path) -> tuple[float, int]:
+def audio_info(path: str | Path, *, check_samples: bool = False) -> tuple[float, int]:
     """Return ``(duration_s, sample_rate)`` from the file header.
 
+    With ``check_samples``, a file stored as floating point (WAV/AIFF/... ``FLOAT`` or
+    ``DOUBLE`` subtypes) is also read block by block and refused when a sample is NaN or
+    infinite. Integer PCM (and FLAC, which is integer) cannot hold such values and is not
+    read, so the check costs one decode of float files only.
+
     Raises:
-        AudioError: when the file is missing, empty or unreadable.
+        AudioError: when the file is missing, empty or unreadable, or (``check_samples``)
+            holds NaN or infinite samples.
     """
     import soundfile as sf
 
@@ -97,7 +103,30 @@ def audio_info(path: str | Path) -> tuple[float, int]:
         raise AudioError(path, f"cannot read header ({err})") from err
     if info.frames <= 0:
         raise AudioError(path, "no audio samples")
+    if check_samples and info.subtype in FLOAT_SUBTYPES:
+        _check_finite(path, info.samplerate)
     return info.frames / info.samplerate, int(info.samplerate)
+
+
+FLOAT_SUBTYPES = ("FLOAT", "DOUBLE")
+
+
+def _check_finite(path: Path, sample_rate: int) -> None:
+    """Raise AudioError naming the first non-finite sample's time (blocks of 2**16 frames)."""
+    import soundfile as sf
+
+    start = 0
+    try:
+        for block in sf.blocks(str(path), blocksize=1 << 16, dtype="float32", always_2d=True):
+            bad = ~np.isfinite(block).all(axis=1)
+            if bad.any():
+                frame = start + int(np.argmax(bad))
+                kind = "NaN" if np.isnan(block[bad]).any() else "infinite"
+                raise AudioError(path, f"{kind} sample(s), first at frame {frame} "
+                                       f"({frame / sample_rate:.3f} s); the file is corrupt or badly written")
+            start += block.shape[0]
+    except (sf.LibsndfileError, RuntimeError) as err:
+        raise AudioError(path, f"cannot decode ({err})") from err
 
 
 @dataclass

@@ -3,14 +3,18 @@
 Output folder layout (``out_dir``)::
 
     manifest.csv     the manifest (see clapcap.data.manifest)
-    dataset.json     root of the audio paths, source, split counts, skipped files
+    dataset.json     root of the audio paths, source, split counts, skipped files, and
+                     ``build``: what built it (hashes of the ``data`` params, of the input
+                     listing and of manifest.csv), which ``validate`` checks
     audio/           synthetic clips (synthetic source only)
     real/            copied real recordings (when include_real_audio)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +23,21 @@ from typing import Literal
 import pandas as pd
 
 from clapcap.data.audio import LoadReport
+from clapcap.data.listing import build_listing, listing_digest
 from clapcap.data.manifest import read_manifest, write_manifest
 from clapcap.data.readers import READERS
 from clapcap.data.splits import SPLIT_SEED, apply_splits
 from clapcap.data.synth import SynthConfig, generate_corpus
-from clapcap.utils.io import read_json, write_json
+from clapcap.utils.io import read_json, sha256_file, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
+
+# ``data`` keys that do not change what prepare builds: where it goes, and validate's thresholds.
+_NOT_BUILD_INPUTS = ("out_dir", "min_duration_s", "max_duration_s", "allowed_sample_rates")
+
+
+class StaleDatasetError(ValueError):
+    """A prepared folder was not built from the current params or input files."""
 
 
 @dataclass
@@ -97,11 +109,27 @@ def _read_external(params: DataParams) -> tuple[pd.DataFrame, LoadReport, Path]:
             kwargs["audio_dir"] = ext.audio_dir
         df, rep = reader(root, root / csv, **kwargs)
         frames.append(df)
-        report.skipped += rep.skipped
+        report.skipped += [{**s, "path": _relative_to(s["path"], root)} for s in rep.skipped]
     df = pd.concat(frames, ignore_index=True)
     if "all" in ext.csv:
         df = apply_splits(df, params.split_fractions, params.split_seed)
     return df, report, root
+
+
+def _relative_to(path: str, root: Path) -> str:
+    """``path`` relative to ``root`` (POSIX) when it lies under it, so no absolute path is recorded."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def _recorded_root(params: DataParams, root: Path, out_dir: Path) -> str:
+    """The audio root as ``dataset.json`` records it: relative to ``out_dir`` unless the params
+    name an absolute root, so the output holds no absolute path the params did not."""
+    if params.source == "synthetic" or Path(params.external.root).expanduser().is_absolute():
+        return str(root)
+    return Path(os.path.relpath(root, out_dir.resolve())).as_posix()
 
 
 def _add_real_audio(df: pd.DataFrame, out_dir: Path) -> pd.DataFrame:
@@ -115,17 +143,32 @@ def _add_real_audio(df: pd.DataFrame, out_dir: Path) -> pd.DataFrame:
     return pd.concat([df, real], ignore_index=True)
 
 
-def prepare_data(params: DataParams, *, progress: bool = True) -> Path:
+def params_digest(params: DataParams) -> str:
+    """SHA-256 of the ``data`` params as parsed (defaults filled in), leaving out the keys that
+    do not change what prepare builds (``out_dir`` and validate's thresholds)."""
+    fields = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NOT_BUILD_INPUTS}
+    return sha256_json(fields)
+
+
+def prepare_data(params: DataParams, *, progress: bool = True, memo_path: str | Path | None = None) -> Path:
     """Build the manifest for ``params.source`` under ``params.out_dir``.
+
+    An earlier ``manifest.csv`` and ``dataset.json`` are removed first, and ``dataset.json``
+    (with its build record) is written last, so a failed run never leaves a manifest that
+    looks valid. ``memo_path`` is the listing's hash memo (:mod:`clapcap.data.listing`).
 
     Returns:
         The path of the written manifest.
 
     Raises:
         ValueError / AudioError / ManifestError: on bad configuration or bad input files.
+        FileNotFoundError: naming a missing dataset root or metadata CSV.
     """
     out_dir = Path(params.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("dataset.json", "manifest.csv"):
+        (out_dir / stale).unlink(missing_ok=True)
+    listing = build_listing(params, memo_path=memo_path)
     if params.source == "synthetic":
         df = generate_corpus(params.synthetic, out_dir, progress=progress)
         df = apply_splits(df, params.split_fractions, params.split_seed)
@@ -138,8 +181,38 @@ def prepare_data(params: DataParams, *, progress: bool = True) -> Path:
         df = _add_real_audio(df, out_dir)
     manifest = write_manifest(df, out_dir / "manifest.csv")
     counts = df["split"].value_counts().to_dict()
-    write_json(out_dir / "dataset.json", {"root": str(root), "source": params.source,
+    build = {"params_sha256": params_digest(params), "listing_sha256": listing_digest(listing),
+             "manifest_sha256": sha256_file(manifest)}
+    write_json(out_dir / "dataset.json", {"root": _recorded_root(params, root, out_dir), "source": params.source,
                                           "n_clips": len(df), "split_counts": counts,
-                                          "skipped": report.skipped})
+                                          "skipped": report.skipped, "build": build})
     logger.info("manifest %s: %d clips %s, %d skipped", manifest, len(df), counts, len(report.skipped))
     return manifest
+
+
+def check_build(params: DataParams, *, memo_path: str | Path | None = None) -> None:
+    """Check that ``params.out_dir`` was built from ``params`` and the current input files.
+
+    Raises:
+        StaleDatasetError: naming ``dataset.json`` and what differs (params, input files or
+            manifest), with the advice to rerun prepare.
+    """
+    path = Path(params.out_dir) / "dataset.json"
+    rerun = "rerun prepare (`dvc repro prepare_data` or `clapcap data prepare`)"
+    if not path.is_file():
+        raise StaleDatasetError(f"{path}: not found (no finished prepare in {params.out_dir}): {rerun}")
+    build = read_json(path).get("build")
+    if not isinstance(build, dict):
+        raise StaleDatasetError(f"{path} records no build (written by an older clapcap or another tool): {rerun}")
+    if build.get("params_sha256") != params_digest(params):
+        raise StaleDatasetError(f"{path} was built from other params than the current `data` section: {rerun}")
+    try:
+        listing = build_listing(params, memo_path=memo_path)
+    except (FileNotFoundError, ValueError) as err:
+        raise StaleDatasetError(f"{path}: cannot list its input files ({err})") from err
+    if build.get("listing_sha256") != listing_digest(listing):
+        raise StaleDatasetError(f"{path} was built from other input files (a metadata CSV or audio file under "
+                                f"{params.external.root} changed since): {rerun}")
+    manifest = Path(params.out_dir) / "manifest.csv"
+    if not manifest.is_file() or build.get("manifest_sha256") != sha256_file(manifest):
+        raise StaleDatasetError(f"{manifest} is missing or is not the manifest {path} records: {rerun}")

@@ -12,8 +12,9 @@ Supported layouts (``root`` is the dataset folder; audio paths are relative to i
 - **Folder**: any audio folder plus a metadata CSV with ``file_name`` and one or more
   ``caption*`` columns.
 
-Files that are missing or unreadable raise :class:`~clapcap.data.audio.AudioError`, or,
-with ``on_error="skip"``, are listed in the returned report and left out.
+Files that are missing or unreadable, or hold NaN/infinite samples, raise
+:class:`~clapcap.data.audio.AudioError`, or, with ``on_error="skip"``, are listed in the
+returned report and left out.
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ def _read_csv(path: str | Path) -> pd.DataFrame:
 def _rows_with_audio(
     root: Path, entries: list[dict], on_error: OnError, report: LoadReport
 ) -> list[dict]:
-    """Fill ``duration_s``/``sample_rate`` from each file's header; handle bad files."""
+    """Fill ``duration_s``/``sample_rate`` from each file's header and refuse float files
+    holding NaN/inf samples; handle bad files as ``on_error`` says."""
     rows = []
     for entry in entries:
         try:
             full = resolve_audio_path(root, entry["audio_path"])
-            entry["duration_s"], entry["sample_rate"] = audio_info(full)
+            entry["duration_s"], entry["sample_rate"] = audio_info(full, check_samples=True)
         except AudioError as err:
             if on_error == "raise":
                 raise

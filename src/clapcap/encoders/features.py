@@ -2,14 +2,14 @@
 
 The cache is an ``.npz`` holding ``features`` float16 (N, C, T, F), ``is_longer`` bool
 (N, 1), ``clip_ids`` and, per caption column, a JSON list of caption lists. It is keyed by
-a signature of the feature extractor and preprocessing; a cache with another signature
-is recomputed. RobustCLAP fine-tuning reuses it with ``caption_columns`` that include
+a signature of the feature extractor, the preprocessing and the dataset's content
+(:func:`dataset_fingerprint`: never a path or an mtime); a cache with another signature is
+recomputed. RobustCLAP fine-tuning reuses it with ``caption_columns`` that include
 ``paraphrases_v1`` / ``paraphrases_v2``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Iterator, Sequence
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from clapcap.encoders.hf_clap import ClapPreprocessing, clap_features
-from clapcap.utils.io import atomic_path
+from clapcap.utils.io import atomic_path, read_json, sha256_file, sha256_json
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +61,25 @@ def iter_split_audio(dataset_dir: str | Path, split: str, sample_rate: int,
         yield row, wave
 
 
+def dataset_fingerprint(dataset_dir: str | Path) -> str:
+    """SHA-256 of a prepared dataset's content: ``manifest.csv``'s bytes and ``dataset.json``
+    without its ``root`` (where the audio is, not what it is; what it is, is in ``build``'s
+    listing hash for a real dataset and in the params hash for the synthetic one).
+
+    No path and no mtime enter it, so two copies of one dataset in different folders agree.
+
+    Raises:
+        FileNotFoundError: naming ``manifest.csv`` or ``dataset.json`` when missing.
+    """
+    dataset_dir = Path(dataset_dir)
+    info = {k: v for k, v in read_json(dataset_dir / "dataset.json").items() if k != "root"}
+    return sha256_json([sha256_file(dataset_dir / "manifest.csv"), info])
+
+
 def _signature(feature_extractor: Any, prep: ClapPreprocessing, dataset_dir: Path, split: str,
                columns: Sequence[str]) -> str:
     fe = {k: v for k, v in feature_extractor.to_dict().items() if not k.startswith("mel_filters")}
-    manifest = (Path(dataset_dir) / "manifest.csv")
-    stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
-    blob = json.dumps([fe, asdict(prep), str(Path(dataset_dir).resolve()), stamp, split, list(columns)],
-                      sort_keys=True, default=str)
-    return hashlib.sha1(blob.encode()).hexdigest()
+    return sha256_json([fe, asdict(prep), dataset_fingerprint(dataset_dir), split, list(columns)])
 
 
 def cache_features(feature_extractor: Any, prep: ClapPreprocessing, dataset_dir: str | Path, split: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from clapcap.data.prepare import DataParams, load_dataset
+from clapcap.data.prepare import DataParams, StaleDatasetError, check_build, load_dataset
 from clapcap.quality.suites import (
     ValidationReport,
     validate_dump_arrays,
@@ -33,12 +33,22 @@ def write_report(report: ValidationReport, out_dir: str | Path) -> tuple[Path, P
     return js, out_dir / "validation.md"
 
 
-def validate_data(params: DataParams, report_dir: str | Path) -> ValidationReport:
+def validate_data(params: DataParams, report_dir: str | Path, *,
+                  memo_path: str | Path | None = None) -> ValidationReport:
     """Validate the prepared dataset of ``params``; write the report under ``report_dir``.
 
+    First checks that ``dataset.json`` records a build from these params and the current
+    input files (:func:`~clapcap.data.prepare.check_build`; ``memo_path`` is the listing's
+    hash memo), so a stale or half-built folder never passes.
+
     Raises:
-        DataValidationError: when any expectation fails (after the report is written).
+        DataValidationError: when the folder was built from other params or inputs (before
+            any report is written), or when any expectation fails (after the report is written).
     """
+    try:
+        check_build(params, memo_path=memo_path)
+    except StaleDatasetError as err:
+        raise DataValidationError(str(err)) from err
     ds = load_dataset(params.out_dir)
     report = validate_manifest(ds.manifest, min_duration_s=params.min_duration_s,
                                max_duration_s=params.max_duration_s,

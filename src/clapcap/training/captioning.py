@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -39,7 +37,7 @@ from clapcap.captioning.model import (
     load_captioner,
 )
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
-from clapcap.utils.io import atomic_path, read_json, write_json
+from clapcap.utils.io import atomic_path, read_json, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -253,15 +251,28 @@ def _warmup_config(model_cfg: CaptionerConfig) -> CaptionerConfig:
     return dataclasses.replace(model_cfg, projection_depth=1, projection_hidden=0, dropout=0.0)
 
 
-def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, dump: str | Path, data_dir: str | Path,
+def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, tokenizer: Any, data: RunData,
                  out: Path, cache_dir: str | Path | None) -> Path:
-    """Where the LM warm-up is stored: per run, or shared by runs with identical inputs."""
+    """Where the LM warm-up is stored: per run, or shared by runs with identical inputs.
+
+    The shared name is a content key: what the warm-up trains on (the training captions in
+    order, the tokenizer, the warm-up config and options), never a path or an mtime, so
+    edited captions get a new warm-up and two clones share nothing stale.
+    """
     if cache_dir is None:
         return out / "lm_pretrain" / "lm.pt"
-    key = json.dumps([dataclasses.asdict(_warmup_config(model_cfg)), cfg.seed, cfg.batch_size, cfg.lm_pretrain_epochs,
-                      cfg.lm_pretrain_lr, cfg.grad_clip, cfg.embedding_key, str(Path(dump).resolve()),
-                      str(Path(data_dir).resolve())], sort_keys=True)
-    return Path(cache_dir) / f"lm_{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
+    key = sha256_json({"config": dataclasses.asdict(_warmup_config(model_cfg)), "seed": cfg.seed,
+                       "batch_size": cfg.batch_size, "epochs": cfg.lm_pretrain_epochs, "lr": cfg.lm_pretrain_lr,
+                       "grad_clip": cfg.grad_clip, "device": cfg.device, "torch_threads": cfg.torch_threads,
+                       "train_captions": data.train.captions, "tokenizer": _tokenizer_content(tokenizer)})
+    return Path(cache_dir) / f"lm_{key[:16]}.pt"
+
+
+def _tokenizer_content(tokenizer: Any) -> Any:
+    """What defines a tokenizer: its serialised fast tokenizer and special tokens (or its vocabulary)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    text = backend.to_str() if backend is not None else sorted(tokenizer.get_vocab().items())
+    return [text, sorted(tokenizer.special_tokens_map.items())]
 
 
 def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: TrainConfig,
@@ -307,7 +318,7 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
             raise ValueError(f"{init_from}: saved config {model.cfg} differs from the run's {model_cfg}")
     else:
         tokenizer = prepare_tokenizer(model_cfg, data.train, out / "tokenizer")
-        warmup = _warmup_path(model_cfg, cfg, dump, data_dir, out, lm_cache_dir)
+        warmup = _warmup_path(model_cfg, cfg, tokenizer, data, out, lm_cache_dir)
         model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress)
     params = {"model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(cfg), "dump": str(dump)}
     stages: dict[str, Any] = {}

@@ -1,12 +1,14 @@
-"""Atomic, resumable file writes and small JSON helpers.
+"""Atomic, resumable file writes, small JSON helpers and content hashes.
 
 Every result file is written to a temporary name in the same folder and renamed into
 place, so a crash never leaves a half-written result that a rerun would mistake for
-finished work.
+finished work. Cache keys are content hashes (:func:`sha256_json`, :func:`sha256_file`):
+never an absolute path or an mtime, so two clones in different folders agree.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -80,3 +82,22 @@ def write_bytes_atomic(path: str | Path, writer: Callable[[BinaryIO], None]) -> 
     with atomic_path(path) as tmp, tmp.open("wb") as fh:
         writer(fh)
     return Path(path)
+
+
+def sha256_json(data: Any) -> str:
+    """Hex SHA-256 of ``data`` as canonical JSON (sorted keys, no whitespace; numpy and paths allowed)."""
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of the bytes of ``path``.
+
+    Raises:
+        FileNotFoundError: naming the path when it does not exist.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
