@@ -1,17 +1,16 @@
 """DVC stage `prepare_data`: build the manifest (and synthetic audio) from params.yaml `data`."""
 
-import logging
 import sys
 
 from clapcap.config import load_section
 from clapcap.data.prepare import DataParams, prepare_data
+from clapcap.entry import run_entry
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     prepare_data(load_section(DataParams, "data"))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))
