@@ -150,3 +150,25 @@ def test_data_validate_is_quiet(tiny_corpus, tmp_path):
     assert "great_expectations" not in out.stderr and "Calculating Metrics" not in out.stderr
     assert "data validation passed" in out.stderr
     assert len(out.stderr.splitlines()) <= 3
+
+
+def test_csv_rows_are_counted_like_a_spreadsheet(tmp_path):
+    """Reader messages count the header as row 1, as ratings and reference splits already did."""
+    from clapcap.data.readers import read_clotho, read_folder
+
+    caps = ",".join(f"caption_{i}" for i in range(1, 6))
+    (tmp_path / "clotho.csv").write_text(f"file_name,{caps}\na.wav,a dog barks,,,,\nb.wav,,,,,\n")
+    with pytest.raises(ManifestError, match=r"clotho.csv: row 3 \(b.wav\): no non-empty caption"):
+        read_clotho(tmp_path, tmp_path / "clotho.csv")
+    (tmp_path / "meta.csv").write_text("file_name,caption\nx.wav,\n")
+    with pytest.raises(ManifestError, match=r"meta.csv: row 2 \(x.wav\)"):
+        read_folder(tmp_path, tmp_path / "meta.csv")
+
+
+def test_non_checkpoint_names_the_file(tmp_path):
+    from clapcap.encoders.convert import ConversionError, convert_laion_checkpoint
+
+    bogus = tmp_path / "630k-audioset-best.pt"
+    bogus.write_text("not a checkpoint")
+    with pytest.raises(ConversionError, match=f"{bogus}: not a readable PyTorch checkpoint"):
+        convert_laion_checkpoint(bogus, tmp_path / "hf")
