@@ -7,10 +7,10 @@
 """
 
 import argparse
-import logging
 import sys
 
 from clapcap.config import load_section
+from clapcap.entry import run_entry
 from clapcap.training.captioning_experiments import CaptioningParams, run_ablation
 
 
@@ -21,10 +21,9 @@ def main() -> int:
     parser.add_argument("--name", default=None)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     run_ablation(load_section(CaptioningParams, "captioning"), args.kind, lm=args.lm, name=args.name, seed=args.seed)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

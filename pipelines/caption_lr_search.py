@@ -1,10 +1,10 @@
 """DVC stage `caption_lr_search@<lm>`: Optuna LR search (stage-1 sweep, stage-2 grid) for one LM."""
 
 import argparse
-import logging
 import sys
 
 from clapcap.config import load_section
+from clapcap.entry import run_entry
 from clapcap.training.captioning_experiments import CaptioningParams, run_lr_search
 
 
@@ -12,10 +12,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lm", required=True)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     run_lr_search(load_section(CaptioningParams, "captioning"), args.lm)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

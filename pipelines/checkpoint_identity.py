@@ -5,20 +5,19 @@ initialised model: expected different checkpoints) under `checkpoint_identity.ou
 Exits 1 when the converted model does not match, or the control is not told apart.
 """
 
-import logging
 import sys
 
 from clapcap.config import load_section
 from clapcap.encoders.config import IdentityParams
 from clapcap.encoders.crosscheck import run_checkpoint_identity
+from clapcap.entry import run_entry
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     reports = run_checkpoint_identity(load_section(IdentityParams, "checkpoint_identity"))
     ok = reports["identity"]["cross_pipeline_comparable"] and not reports["control"]["cross_pipeline_comparable"]
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

@@ -4,12 +4,12 @@ Usage: python pipelines/embed.py ENCODER DATASET   (names from params.yaml `embe
 """
 
 import argparse
-import logging
 import sys
 
 from clapcap.config import load_section
 from clapcap.encoders.config import EmbedParams
 from clapcap.encoders.embed import embed_all
+from clapcap.entry import run_entry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,10 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("encoder")
     parser.add_argument("dataset")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     embed_all(load_section(EmbedParams, "embed"), args.encoder, args.dataset)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

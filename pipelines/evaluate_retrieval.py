@@ -4,16 +4,15 @@ Writes ``<out_dir>/<dump stem>.json`` per dump and logs each to MLflow when
 ``retrieval.mlflow`` is true.
 """
 
-import logging
 import sys
 
 from clapcap.config import load_section
+from clapcap.entry import run_entry
 from clapcap.retrieval.config import RetrievalEvalParams
 from clapcap.retrieval.evaluate import evaluate_all
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     params = load_section(RetrievalEvalParams, "retrieval")
     results = evaluate_all(params)
     if params.mlflow:
@@ -29,4 +28,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

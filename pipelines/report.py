@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import logging
+import sys
 
 from clapcap.config import load_section
+from clapcap.entry import run_entry
 from clapcap.reporting.collect import CollectParams, collect_and_report
 from clapcap.reporting.config import ReportParams
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     params = load_section(ReportParams, "report")
     collect_and_report(load_section(CollectParams, "report_inputs"), params.out_dir,
                        extra_inputs=params.inputs, track=params.track)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_entry(main))

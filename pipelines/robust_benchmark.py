@@ -1,19 +1,18 @@
 """DVC stage `robust_benchmark`: CLAP vs RobustCLAP on original and paraphrased queries
 (params.yaml `robust_benchmark`); registers RobustCLAP when it beats the base."""
 
-import logging
 import sys
 
 from clapcap.config import load_section
+from clapcap.entry import run_entry
 from clapcap.robust.benchmark import run_robust_benchmark
 from clapcap.robust.config import RobustBenchParams
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     run_robust_benchmark(load_section(RobustBenchParams, "robust_benchmark"))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

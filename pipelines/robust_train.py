@@ -5,10 +5,10 @@ Usage: python pipelines/robust_train.py [--section robust_train]
 """
 
 import argparse
-import logging
 import sys
 
 from clapcap.config import load_section
+from clapcap.entry import run_entry
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.train import run_robust_train
 
@@ -17,10 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", default="robust_train", help="params.yaml section (RobustTrainParams)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     run_robust_train(load_section(RobustTrainParams, args.section))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_entry(main))

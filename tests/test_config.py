@@ -50,3 +50,33 @@ def test_repo_params_parse():
 def test_literal_rejects_unknown_source():
     with pytest.raises(ConfigError, match="expected one of"):
         from_dict(DataParams, {"source": "youtube"})
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("data:\n  out_dir: x\n  synthetic:\n    n_clips: many\n",
+     "params.yaml:4: data.synthetic.n_clips: expected int, found str 'many'"),
+    ("data:\n  out_dir: x\n\n  split_seed: 1\n  n_clip: 3\n", "params.yaml:5: unknown key(s) data.n_clip"),
+    ("data:\n  split_fractions:\n    train: 0.8\n    val: lots\n",
+     "params.yaml:4: data.split_fractions.val: expected float"),
+    ("data:\n  synthetic:\n    n_clips: 0\n", "params.yaml:2: data.synthetic: n_clips must be >= 1"),
+    ("data:\n  allowed_sample_rates: [16000, x]\n", "params.yaml:2: data.allowed_sample_rates[1]: expected int"),
+    ("data:\n  out_dir: [x\n", "params.yaml:3: invalid YAML"),
+])
+def test_load_section_names_file_and_line(tmp_path, monkeypatch, text, expected):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_section(DataParams, "data")
+    assert str(info.value).startswith(expected)
+
+
+def test_line_of_a_key_with_dots(tmp_path):
+    """Mapping keys may hold dots (ablation names such as ``dropout0.3``)."""
+    from clapcap.config import _key_line
+
+    path = tmp_path / "p.yaml"
+    path.write_text("a:\n  dropout0.3:\n    lr: 1\n    layers:\n      - 1\n      - 2\n")
+    assert _key_line(path, "a.dropout0.3.lr") == 3
+    assert _key_line(path, "a.dropout0.3.layers[1]") == 6
+    assert _key_line(path, "a.missing") == 1
+    assert _key_line(path, "b.x") is None

@@ -12,6 +12,7 @@ imports nothing from the rest of the package.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from pathlib import Path
@@ -19,13 +20,24 @@ from typing import Any, TypeVar
 
 import yaml
 
+from clapcap.errors import InputError
+
 T = TypeVar("T")
 
 DEFAULT_PARAMS = Path("params.yaml")
 
 
-class ConfigError(ValueError):
-    """A parameter file or section does not match its typed schema."""
+class ConfigError(InputError, ValueError):
+    """A parameter file or section does not match its typed schema (exit code 2).
+
+    Attributes:
+        key: the dotted key path the error is about (``data.synthetic.n_clips``), or None;
+            :func:`load_section` uses it to prefix the message with ``<file>:<line>:``.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def _type_name(tp: Any) -> str:
@@ -49,24 +61,24 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
                 return _coerce(value, arg, where)
             except ConfigError as err:
                 errors.append(str(err))
-        raise ConfigError(f"{where}: expected {_type_name(tp)}, found {type(value).__name__}")
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, found {type(value).__name__}", key=where)
     if origin is typing.Literal:
         if value not in args:
-            raise ConfigError(f"{where}: expected one of {list(args)}, found {value!r}")
+            raise ConfigError(f"{where}: expected one of {list(args)}, found {value!r}", key=where)
         return value
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, found {type(value).__name__}")
+            raise ConfigError(f"{where}: expected a mapping, found {type(value).__name__}", key=where)
         return from_dict(tp, value, where=where)
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected list, found {type(value).__name__}")
+            raise ConfigError(f"{where}: expected list, found {type(value).__name__}", key=where)
         item_tp = args[0] if args else Any
         items = [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
         return items if origin is list else tuple(items)
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected mapping, found {type(value).__name__}")
+            raise ConfigError(f"{where}: expected mapping, found {type(value).__name__}", key=where)
         key_tp, val_tp = args if args else (Any, Any)
         return {
             _coerce(k, key_tp, f"{where}.<key>"): _coerce(v, val_tp, f"{where}.{k}")
@@ -74,16 +86,16 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         }
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected float, found {type(value).__name__} {value!r}")
+            raise ConfigError(f"{where}: expected float, found {type(value).__name__} {value!r}", key=where)
         return float(value)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected int, found {type(value).__name__} {value!r}")
+            raise ConfigError(f"{where}: expected int, found {type(value).__name__} {value!r}", key=where)
         return value
     if tp in (str, bool):
         if not isinstance(value, tp):
             raise ConfigError(
-                f"{where}: expected {tp.__name__}, found {type(value).__name__} {value!r}"
+                f"{where}: expected {tp.__name__}, found {type(value).__name__} {value!r}", key=where
             )
         return value
     return value
@@ -96,21 +108,25 @@ def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "") -> T:
         An instance of ``cls``.
 
     Raises:
-        ConfigError: on an unknown key, a missing required key or a wrong type; the
-            message names the dotted key path (``where`` is its prefix).
+        ConfigError: on an unknown key, a missing required key, a wrong type or a value
+            that ``cls`` refuses (a ``ValueError`` of its ``__post_init__``); the message
+            names the dotted key path (``where`` is its prefix).
     """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a dataclass")
     if not isinstance(data, dict):
-        raise ConfigError(f"{where or cls.__name__}: expected a mapping, found {type(data).__name__}")
+        raise ConfigError(f"{where or cls.__name__}: expected a mapping, found {type(data).__name__}",
+                          key=where or None)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         prefix = f"{where}." if where else ""
+        first = next(k for k in data if k in unknown)  # the first one in the file
         raise ConfigError(
             f"unknown key(s) {', '.join(prefix + k for k in unknown)} "
-            f"for {cls.__name__}; allowed: {', '.join(sorted(fields))}"
+            f"for {cls.__name__}; allowed: {', '.join(sorted(fields))}",
+            key=prefix + str(first),
         )
     kwargs = {}
     for name, field in fields.items():
@@ -118,8 +134,13 @@ def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "") -> T:
         if name in data:
             kwargs[name] = _coerce(data[name], hints[name], key)
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise ConfigError(f"missing required key {key} for {cls.__name__}")
-    return cls(**kwargs)
+            raise ConfigError(f"missing required key {key} for {cls.__name__}", key=where or None)
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except ValueError as err:  # a check in __post_init__ that does not name its key
+        raise ConfigError(f"{where or cls.__name__}: {err}", key=where or None) from err
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
@@ -131,13 +152,20 @@ def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
     """Read a YAML parameter file into a dict.
 
     Raises:
-        ConfigError: when the file is missing or its top level is not a mapping.
+        ConfigError: when the file is missing, is not valid YAML (naming the line) or its
+            top level is not a mapping.
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: parameter file not found")
-    with path.open() as fh:
-        data = yaml.safe_load(fh) or {}
+    try:
+        with path.open() as fh:
+            data = yaml.safe_load(fh) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, found {type(data).__name__}")
     return data
@@ -147,9 +175,63 @@ def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) 
     """Parse one top-level section of ``params.yaml`` into ``cls``.
 
     Raises:
-        ConfigError: when the section is absent or does not match ``cls``.
+        ConfigError: when the section is absent or does not match ``cls``; the message
+            starts with ``<path>:<line>:``, the 1-based line of the offending key (of its
+            section when the key is missing).
     """
     data = read_params(path)
     if section not in data:
         raise ConfigError(f"{path}: missing section {section!r}")
-    return from_dict(cls, data[section], where=section)
+    try:
+        return from_dict(cls, data[section], where=section)
+    except ConfigError as err:
+        key = err.key or _leading_key(str(err))
+        line = _key_line(Path(path), key) if key else None
+        where = f"{path}:{line}" if line is not None else str(path)
+        raise ConfigError(f"{where}: {err}", key=key) from err
+
+
+# A message that starts with a key path (``retrieval.ks: expected ...``), as the checks in
+# the section dataclasses' ``__post_init__`` write them.
+_KEY_PREFIX = re.compile(r"^([A-Za-z_][\w\-]*(?:\.[\w\-]+|\[\d+\])*): ")
+
+
+def _leading_key(message: str) -> str | None:
+    match = _KEY_PREFIX.match(message)
+    return match.group(1) if match else None
+
+
+def _key_line(path: Path, key: str) -> int | None:
+    """1-based line of the deepest node of dotted ``key`` found in YAML file ``path``.
+
+    Keys may themselves contain dots (``dropout0.3``): at each mapping the longest key
+    that prefixes the rest of the path wins. Returns None when not even the first part
+    of the path is in the file.
+    """
+    try:
+        node = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        return None
+    rest, line = key, None
+    while rest and node is not None:
+        if isinstance(node, yaml.MappingNode):
+            best = None
+            for k_node, v_node in node.value:
+                k = str(k_node.value)
+                if (rest == k or rest.startswith((k + ".", k + "["))) and (best is None or len(k) > len(best[0])):
+                    best = (k, k_node, v_node)
+            if best is None:
+                return line
+            k, k_node, node = best
+            line = k_node.start_mark.line + 1  # marks are 0-based
+            rest = rest[len(k):].removeprefix(".")
+        elif isinstance(node, yaml.SequenceNode):
+            match = re.match(r"\[(\d+)\]\.?", rest)
+            if match is None or int(match.group(1)) >= len(node.value):
+                return line
+            node = node.value[int(match.group(1))]
+            line = node.start_mark.line + 1
+            rest = rest[match.end():]
+        else:
+            return line
+    return line

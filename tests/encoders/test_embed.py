@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from clapcap.config import ConfigError
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.config import EmbedParams
 from clapcap.encoders.embed import dump_path, embed_all, embed_dataset
@@ -57,5 +58,5 @@ def test_embed_all_names_dumps(tiny_corpus, tmp_path):
     assert paths == [dump_path(tmp_path, "rand", "tiny", "val"),
                      dump_path(tmp_path, "rand", "tiny", "val", "paraphrases_v1")]
     assert all(p.is_file() for p in paths)
-    with pytest.raises(KeyError, match="known: \\['rand'\\]"):
+    with pytest.raises(ConfigError, match="known: \\['rand'\\]"):
         embed_all(params, "other", "tiny")

@@ -82,3 +82,24 @@ def test_report_file_and_cli(tmp_path):
     assert saved["verdict"] == SAME and saved["a"] == str(a)
     assert main(["retrieval", "identity", "--a", str(a), "--b", str(tmp_path / "missing.npz"),
                  "--out", str(tmp_path / "t.json")]) == 2
+
+
+def _strict_loads(text: str):
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_constant_embeddings_write_null_pearson_with_reason(tmp_path):
+    """A constant similarity matrix has no Pearson correlation: null plus why, never NaN."""
+    a, b = _dump(0, n=4, per=2), _dump(0, n=4, per=2)
+    for d in (a, b):  # every clip and caption the same vector: every similarity is 1
+        d.audio_embeds[:] = 1.0
+        d.text_embeds[:] = 1.0
+    pa, pb = save_dump(a, tmp_path / "a.npz"), save_dump(b, tmp_path / "b.npz")
+    out = tmp_path / "identity.json"
+    identity_report(pa, pb, out)
+    sim = _strict_loads(out.read_text())["similarity"]
+    assert sim["pearson"] is None and sim["pearson_reason"] == "undefined: constant similarities in A and B"
+    assert sim["max_abs_diff"] == 0.0

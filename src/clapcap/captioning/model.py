@@ -124,7 +124,7 @@ class ClipCapCaptioner(nn.Module):
         with atomic_path(folder / "weights.pt") as tmp:
             torch.save(self.state_dict(), tmp)
         with atomic_path(folder / "captioner.json") as tmp:
-            tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=2))
+            tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=2, allow_nan=False))
         return folder
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 from collections.abc import Sequence
+
+from clapcap.entry import run_entry, verbose_from_env
+
+__all__ = ["build_parser", "main", "run_entry"]
 
 # (group name, module, help). A group whose module is absent is simply not offered.
 GROUPS: list[tuple[str, str, str]] = [
@@ -30,7 +33,8 @@ GROUPS: list[tuple[str, str, str]] = [
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser with every available group."""
     parser = argparse.ArgumentParser(prog="clapcap", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, library logs, and tracebacks of errors")
     sub = parser.add_subparsers(dest="group", metavar="GROUP")
     for name, module_name, help_text in GROUPS:
         try:
@@ -44,23 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``clapcap`` command. Returns the process exit code."""
+    """Entry point of the ``clapcap`` command. Returns the process exit code.
+
+    Errors the user can act on print ``clapcap: error: <message>`` (exit 2 for wrong
+    input, 1 for a failed run, see :mod:`clapcap.errors`); ``-v`` adds their traceback.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
         return 0 if args.group is None else 2
-    try:
-        return int(handler(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        # Boundary errors carry precise messages (file, row, expectation): show them plainly.
-        print(f"clapcap: error: {err}", file=sys.stderr)
-        return 2
+    return run_entry(lambda: handler(args), verbose=args.verbose or verbose_from_env())
 
 
 if __name__ == "__main__":  # pragma: no cover

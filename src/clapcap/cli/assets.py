@@ -29,14 +29,9 @@ def _setup_offline(args: argparse.Namespace) -> int:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from clapcap.evaluation.aac_assets import AssetError, download_all
+    from clapcap.evaluation.aac_assets import download_all
 
-    try:
-        env = download_all(args.cache)
-    except AssetError as err:
-        logger.error("%s", err)
-        return 1
-    _report(env)
+    _report(download_all(args.cache))
     return 0
 
 

@@ -27,15 +27,10 @@ def add_trim_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from clapcap.evaluation.aac_assets import AssetError
     from clapcap.evaluation.captioning_metrics import score_files
 
-    try:
-        result = score_files(args.predictions, args.references, args.out, metrics=args.metrics,
-                             trim_sentences=args.trim_sentences, trim_words=args.trim_words)
-    except AssetError as err:
-        logger.error("%s", err)
-        return 1
+    result = score_files(args.predictions, args.references, args.out, metrics=args.metrics,
+                         trim_sentences=args.trim_sentences, trim_words=args.trim_words)
     logger.info("primary %s = %s; unavailable: %s", result["primary"],
                 result["corpus"].get(result["primary"]), sorted(result["unavailable"]))
     return 0

@@ -19,18 +19,14 @@ def _dump_split(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from clapcap.reference.api import ApiError
     from clapcap.reference.generate import generate_reference
     from clapcap.reference.params import find_spec, load_reference_params
 
     params = load_reference_params(args.params)
     spec = find_spec(params, args.name)
     split_json = args.split_json or f"{params.split_dir}/split.json"
-    try:
-        generate_reference(spec, split_json, args.out_dir or params.out_dir)
-    except ApiError as err:  # progress so far is kept in the cache; a rerun resumes
-        logger.error("%s", err)
-        return 1
+    # An ApiError exits 1; progress so far is kept in the cache, so a rerun resumes.
+    generate_reference(spec, split_json, args.out_dir or params.out_dir)
     return 0
 
 
@@ -45,16 +41,11 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from clapcap.evaluation.aac_assets import AssetError
     from clapcap.evaluation.reference import score_reference
 
-    try:
-        out = score_reference(args.predictions, args.split, args.name, out_path=args.out,
-                              held_out_name=args.held_out_name, trim_words=args.trim_words,
-                              trim_sentences=args.trim_sentences, metrics=args.metrics)
-    except AssetError as err:
-        logger.error("%s", err)
-        return 1
+    out = score_reference(args.predictions, args.split, args.name, out_path=args.out,
+                          held_out_name=args.held_out_name, trim_words=args.trim_words,
+                          trim_sentences=args.trim_sentences, metrics=args.metrics)
     row = out["reportable"]
     logger.info("%s: leakage %s; report row %s: %s=%s", args.name, out["leakage"]["verdict"], row["name"],
                 out["primary"], row["corpus"].get(out["primary"]))

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from clapcap.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif")
 
 
-class AudioError(ValueError):
+class AudioError(InputError, ValueError):
     """An audio file cannot be used; the message names the file and the reason."""
 
     def __init__(self, path: str | Path, reason: str):

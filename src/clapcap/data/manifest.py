@@ -20,7 +20,8 @@ column                        meaning
 ============================  ==========================================================
 
 List and object columns are JSON strings in the file and Python objects in memory.
-Paths are relative to the dataset root; one that resolves outside it is refused.
+Paths are relative to the dataset root; one that resolves outside it is refused. "row N"
+in a message counts the header as row 1 (the first clip is row 2), as a spreadsheet does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from clapcap.errors import InputError
 from clapcap.utils.io import atomic_path
 
 REQUIRED_COLUMNS = [
@@ -42,7 +44,7 @@ OPTIONAL_COLUMNS = ["paraphrases_v1", "paraphrases_v2", "labels", "meta"]
 SPLITS = ("train", "val", "test")
 
 
-class ManifestError(ValueError):
+class ManifestError(InputError, ValueError):
     """A manifest row or file does not follow the manifest format."""
 
 
@@ -101,10 +103,10 @@ def normalize(df: pd.DataFrame, *, origin: str | Path = "<memory>") -> pd.DataFr
     out["audio_path"] = out["audio_path"].astype(str)
     for col in JSON_COLUMNS:
         if col in out.columns:
-            out[col] = [_parse_json_cell(v, col, i, origin) for i, v in enumerate(out[col])]
+            out[col] = [_parse_json_cell(v, col, i + 2, origin) for i, v in enumerate(out[col])]
     for i, caps in enumerate(out["captions"]):
         if not isinstance(caps, list) or not caps or not all(isinstance(c, str) for c in caps):
-            raise ManifestError(f"{origin}: row {i} (clip {out['clip_id'].iat[i]}): captions must be "
+            raise ManifestError(f"{origin}: row {i + 2} (clip {out['clip_id'].iat[i]}): captions must be "
                                 f"a non-empty list of str, found {caps!r}")
     bad_split = sorted(set(out["split"]) - set(SPLITS))
     if bad_split:

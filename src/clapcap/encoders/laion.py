@@ -24,13 +24,14 @@ import numpy as np
 
 from clapcap.encoders.base import EncoderConfig, check_texts, check_waves, crop_wave
 from clapcap.encoders.hf_clap import numpy_seed
+from clapcap.errors import ClapcapError, MissingDependencyError
 
 logger = logging.getLogger(__name__)
 
 WINDOW = 480_000  # 10 s at 48 kHz, laion_clap's max_len
 
 
-class LaionEnvError(RuntimeError):
+class LaionEnvError(ClapcapError, RuntimeError):
     """laion_clap cannot be imported offline in this process (cache path fixed too early)."""
 
 
@@ -59,12 +60,12 @@ def prepare_laion_env(hf_home: str | Path | None) -> None:
 
 
 def import_laion() -> Any:
-    """Import ``laion_clap``. Raises ImportError naming the extra to install."""
+    """Import ``laion_clap``. Raises MissingDependencyError (an ImportError) naming what to install."""
     try:
         import laion_clap
     except ImportError as err:
-        raise ImportError("the laion_clap backend needs `pip install laion-clap` (and torchvision, "
-                          "torchaudio builds matching torch)") from err
+        raise MissingDependencyError("the laion_clap backend needs `pip install laion-clap` (and torchvision, "
+                                     "torchaudio builds matching torch)", name="laion_clap") from err
     return laion_clap
 
 

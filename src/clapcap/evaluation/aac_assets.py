@@ -28,6 +28,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from clapcap.errors import ClapcapError
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE = Path("~/.cache/clapcap/aac")
@@ -50,7 +52,7 @@ _JAR_LINKS: list[tuple[str, Path]] = [
 ]
 
 
-class AssetError(RuntimeError):
+class AssetError(ClapcapError, RuntimeError):
     """An asset needed for offline scoring is missing or unusable."""
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from clapcap.errors import USAGE, ClapcapError
 
-class LLMError(RuntimeError):
-    """The endpoint could not be used (non-retryable status, or retries exhausted).
+
+class LLMError(ClapcapError, RuntimeError):
+    """The endpoint could not be used (non-retryable status, or retries exhausted): exit code 1.
 
     Attributes:
         reason: a short cause, such as ``HTTP 429`` or ``TimeoutError: timed out``.
@@ -25,4 +27,9 @@ class LLMResponseError(LLMError):
 
 
 class MissingKeyError(LLMError, ValueError):
-    """No API key in the environment variable nor in the ``.env`` file (names both, never a value)."""
+    """No API key in the environment variable nor in the ``.env`` file (names both, never a value).
+
+    Exit code 2: the user must supply the key.
+    """
+
+    exit_code = USAGE

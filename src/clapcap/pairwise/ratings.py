@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from clapcap.errors import InputError
 from clapcap.tables import read_text_table
 
 logger = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ CHOICES = ("A", "B", "tie")
 PAIR_SEPARATOR = "|"
 
 
-class RatingsError(ValueError):
+class RatingsError(InputError, ValueError):
     """A ratings or pairs file is malformed; the message names the file, the row and why."""
 
 

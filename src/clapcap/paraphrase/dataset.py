@@ -54,7 +54,7 @@ def check_views(df: pd.DataFrame, origin: str) -> dict[str, int]:
         n = 0
         for i, (cid, caps, paras) in enumerate(zip(df["clip_id"], df["captions"], df[col], strict=True)):
             if not isinstance(paras, list) or len(paras) != len(caps):
-                raise ManifestError(f"{origin}: row {i} (clip {cid}): {col} must be a list aligned with "
+                raise ManifestError(f"{origin}: row {i + 2} (clip {cid}): {col} must be a list aligned with "
                                     f"its {len(caps)} captions, found {paras!r}")
             n += sum(isinstance(p, str) and bool(p.strip()) for p in paras)
         counts[view] = n

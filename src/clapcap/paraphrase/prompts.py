@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from clapcap.errors import ClapcapError
 from clapcap.llm import Message
 
 PROMPT_VERSION = "v1"
@@ -73,7 +74,7 @@ CORRECT_EXAMPLES: list[tuple[str, str, str, dict[str, Any]]] = [
 ]
 
 
-class MalformedAnswer(ValueError):
+class MalformedAnswer(ClapcapError, ValueError):
     """An LLM answer does not follow the requested format."""
 
 

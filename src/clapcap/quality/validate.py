@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from clapcap.data.prepare import DataParams, StaleDatasetError, check_build, load_dataset
+from clapcap.errors import ClapcapError
 from clapcap.quality.suites import (
     ValidationReport,
     validate_dump_arrays,
@@ -20,7 +21,7 @@ logger = logging.getLogger(__name__)
 ADDED_SOURCES = ("ovos_animals",)
 
 
-class DataValidationError(RuntimeError):
+class DataValidationError(ClapcapError, RuntimeError):
     """A data suite failed; the report file lists every failed expectation."""
 
 

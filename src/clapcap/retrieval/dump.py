@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from clapcap.errors import InputError
 from clapcap.utils.io import atomic_path
 
 REQUIRED = ("audio_embeds", "text_embeds", "caption_clip_index", "clip_ids", "captions", "meta")
 
 
-class DumpError(ValueError):
+class DumpError(InputError, ValueError):
     """An embedding dump is malformed; the message names the file and the problem."""
 
 
@@ -136,11 +139,27 @@ def load_dump(path: str | Path, *, validate: bool = True) -> EmbeddingDump:
 
     Raises:
         FileNotFoundError: when ``path`` does not exist.
-        DumpError: when a key is missing or the arrays are inconsistent.
+        DumpError: when the file is not a readable ``.npz``, a key is missing or the
+            arrays are inconsistent; the message names the file.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: dump not found")
+    try:
+        dump = _read_dump(path)
+    except DumpError:
+        raise
+    # np.load of a file that is not a zip of .npy arrays raises ValueError ("Cannot load
+    # file containing pickled data when allow_pickle=False"), a truncated one BadZipFile,
+    # EOFError or OSError: none of them names the file.
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        raise DumpError(f"{path}: not a valid .npz embedding dump ({type(err).__name__}: {err})") from err
+    if validate:
+        dump.validate(str(path), require_every_clip_captioned=False)
+    return dump
+
+
+def _read_dump(path: Path) -> EmbeddingDump:
     with np.load(path, allow_pickle=False) as data:
         missing = [k for k in REQUIRED if k not in data.files]
         if missing:
@@ -150,7 +169,7 @@ def load_dump(path: str | Path, *, validate: bool = True) -> EmbeddingDump:
             meta = json.loads(meta_raw) if meta_raw else {}
         except json.JSONDecodeError as err:
             raise DumpError(f"{path}: meta is not a JSON string: {err}") from err
-        dump = EmbeddingDump(
+        return EmbeddingDump(
             audio_embeds=np.asarray(data["audio_embeds"]),
             text_embeds=np.asarray(data["text_embeds"]),
             caption_clip_index=np.asarray(data["caption_clip_index"]).astype(np.int64),
@@ -159,9 +178,6 @@ def load_dump(path: str | Path, *, validate: bool = True) -> EmbeddingDump:
             meta=meta,
             extras={k: np.asarray(data[k]) for k in data.files if k not in REQUIRED},
         )
-    if validate:
-        dump.validate(str(path), require_every_clip_captioned=False)
-    return dump
 
 
 def dump_labels(paths: list[str | Path] | tuple[str | Path, ...]) -> list[str]:

@@ -7,7 +7,8 @@ make their retrieval numbers match. The report (:func:`checkpoint_identity`) giv
 
 - per-clip audio cosine and per-caption text cosine (min / mean / median / per item),
 - Pearson correlation and maximum absolute difference of the two caption x clip cosine
-  similarity matrices,
+  similarity matrices (``pearson`` is null, with ``pearson_reason``, when a matrix is
+  constant and the correlation is undefined),
 - ``verdict``: ``"same checkpoint"`` or ``"different checkpoints: cross-pipeline numeric
   parity is not attainable"``, and ``cross_pipeline_comparable`` (bool).
 """
@@ -56,6 +57,18 @@ def _summary(values: np.ndarray, ids: list[str]) -> dict[str, Any]:
             "per_item": {i: float(v) for i, v in zip(ids, values, strict=True)}}
 
 
+def _pearson(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """``{"pearson": r}``, or ``{"pearson": None, "pearson_reason": why}`` where r is undefined.
+
+    A constant input has no correlation; JSON has no NaN, so it is written as null.
+    """
+    constant = [name for name, v in (("A", x), ("B", y)) if not v.std() > 0]
+    if constant:
+        return {"pearson": None,
+                "pearson_reason": f"undefined: constant similarities in {' and '.join(constant)}"}
+    return {"pearson": float(np.corrcoef(x, y)[0, 1])}
+
+
 def checkpoint_identity(a: EmbeddingDump, b: EmbeddingDump, *, cos_threshold: float = 0.99) -> dict[str, Any]:
     """Compare two dumps of the same clips and captions.
 
@@ -84,8 +97,7 @@ def checkpoint_identity(a: EmbeddingDump, b: EmbeddingDump, *, cos_threshold: fl
         report["text_cosine"] = _summary(text_cos, cap_ids)
         same = bool(audio_cos.min() >= cos_threshold and text_cos.min() >= cos_threshold)
     flat_a, flat_b = sim_a.ravel(), sim_b.ravel()
-    corr = float(np.corrcoef(flat_a, flat_b)[0, 1]) if flat_a.std() > 0 and flat_b.std() > 0 else float("nan")
-    report["similarity"] = {"pearson": corr, "max_abs_diff": float(np.abs(flat_a - flat_b).max())}
+    report["similarity"] = {**_pearson(flat_a, flat_b), "max_abs_diff": float(np.abs(flat_a - flat_b).max())}
     report["verdict"] = SAME if same else DIFFERENT
     report["cross_pipeline_comparable"] = same
     report["pipelines"] = [a.meta.get("pipeline"), b.meta.get("pipeline")]

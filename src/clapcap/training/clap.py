@@ -25,6 +25,7 @@ import numpy as np
 from clapcap.encoders.config import TrainClapParams
 from clapcap.encoders.features import FeatureCache, cache_features
 from clapcap.encoders.hf_clap import ClapPreprocessing, tokenize
+from clapcap.errors import ClapcapError
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ LossFn = Callable[[Any, Batch], Any]
 RESULT = "train_result.json"
 
 
-class TrainingCollapsed(RuntimeError):
+class TrainingCollapsed(ClapcapError, RuntimeError):
     """Validation retrieval stayed near chance: the contrastive training collapsed."""
 
 

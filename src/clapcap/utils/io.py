@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -55,10 +56,46 @@ def _json_default(obj: Any) -> Any:
 
 
 def write_json(path: str | Path, data: Any, *, indent: int = 2) -> Path:
-    """Atomically write ``data`` as JSON (numpy scalars and paths allowed). Returns the path."""
+    """Atomically write ``data`` as strict JSON (numpy scalars and paths allowed). Returns the path.
+
+    JSON has no NaN or Infinity (Python's ``json`` would write them, and strict readers
+    such as ``jq`` or a browser then refuse the file): write ``None`` and say why instead.
+
+    Raises:
+        ValueError: naming ``path`` and the key path (``$.similarity.pearson``) of the first
+            NaN or infinite number in ``data``; nothing is written.
+    """
+    try:
+        text = json.dumps(data, indent=indent, default=_json_default, sort_keys=False, allow_nan=False)
+    except ValueError as err:
+        found = _non_finite(data, "$")
+        if found is None:
+            raise
+        raise ValueError(f"{path}: {found[0]} is {found[1]}, which JSON cannot hold; "
+                         "write null (and the reason) instead") from err
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=indent, default=_json_default, sort_keys=False) + "\n")
+        tmp.write_text(text + "\n")
     return Path(path)
+
+
+def _non_finite(obj: Any, where: str) -> tuple[str, float] | None:
+    """``(key path, value)`` of the first NaN or infinite number in ``obj``, or None."""
+    if isinstance(obj, (float, np.floating)):
+        return None if math.isfinite(obj) else (where, float(obj))
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind != "f":
+            return None
+        bad = np.argwhere(~np.isfinite(obj))
+        if not bad.size:
+            return None
+        return f"{where}{''.join(f'[{i}]' for i in bad[0])}", float(obj[tuple(bad[0])])
+    if isinstance(obj, dict):
+        items = ((f"{where}.{k}", v) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    return next((f for f in (_non_finite(v, k) for k, v in items) if f is not None), None)
 
 
 def read_json(path: str | Path) -> Any:

@@ -1,0 +1,27 @@
+"""write_json writes strict JSON: NaN and Infinity are refused, naming the key path."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from clapcap.utils.io import write_json
+
+
+def test_write_json_numpy_values_roundtrip(tmp_path):
+    path = write_json(tmp_path / "ok.json", {"a": np.float32(0.5), "b": np.arange(3), "c": [1.5, None]})
+    assert json.loads(path.read_text()) == {"a": 0.5, "b": [0, 1, 2], "c": [1.5, None]}
+
+
+@pytest.mark.parametrize("data,where", [
+    ({"similarity": {"pearson": float("nan")}}, r"\$\.similarity\.pearson is nan"),
+    ({"history": [{"val_loss": 1.0}, {"val_loss": np.float32("inf")}]}, r"\$\.history\[1\]\.val_loss is inf"),
+    ({"grid": np.array([[1.0, 2.0], [3.0, -np.inf]])}, r"\$\.grid\[1\]\[1\] is -inf"),
+])
+def test_write_json_refuses_non_finite(tmp_path, data, where):
+    path = tmp_path / "r.json"
+    with pytest.raises(ValueError, match=f"r.json: {where}, which JSON cannot hold"):
+        write_json(path, data)
+    assert not path.exists() and list(tmp_path.iterdir()) == []
