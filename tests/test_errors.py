@@ -142,7 +142,8 @@ def test_entry_logging_is_restored():
 def test_data_validate_is_quiet(tiny_corpus, tmp_path):
     """No great-expectations INFO chatter nor progress bars without -v (213 lines before)."""
     params = tmp_path / "params.yaml"
-    params.write_text(f"data:\n  out_dir: {tiny_corpus}\n")
+    params.write_text(f"data:\n  out_dir: {tiny_corpus}\n  synthetic: {{n_clips: 40, seed: 1, "
+                      "min_duration_s: 2.0, max_duration_s: 4.0, music_fraction: 0.2}\n")
     out = subprocess.run([str(BIN / "clapcap"), "data", "validate", "--params", str(params),
                           "--report-dir", str(tmp_path / "r")], capture_output=True, text=True,
                          env=_env(), timeout=180)
