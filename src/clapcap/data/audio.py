@@ -82,14 +82,18 @@ def audio_info(path: str | Path) -> tuple[float, int]:
     """Return ``(duration_s, sample_rate)`` from the file header.
 
     Raises:
-        AudioError: when the file is missing, empty or unreadable.
+        AudioError: when the file is missing, inaccessible, empty or unreadable.
     """
     import soundfile as sf
 
     path = Path(path)
-    if not path.exists():
-        raise AudioError(path, "file not found")
-    if path.stat().st_size == 0:
+    try:
+        if not path.exists():
+            raise AudioError(path, "file not found")
+        size = path.stat().st_size
+    except OSError as err:  # e.g. a name longer than the filesystem allows
+        raise AudioError(path, f"cannot access ({err.strerror or err})") from err
+    if size == 0:
         raise AudioError(path, "empty file (0 bytes)")
     try:
         info = sf.info(str(path))
