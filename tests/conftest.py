@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # reproduces a failure. "explore" draws new random cases and ten times as many
 # (HYPOTHESIS_PROFILE=explore pytest tests/retrieval/test_metric_properties.py ...).
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
-                          max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+                          max_examples=250, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("explore", deadline=None, print_blob=True, max_examples=1000,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
