@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # Offline and quiet for every test, before any heavy library is imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -16,6 +17,16 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Property-based tests (hypothesis). "ci", the default, is derandomized: every run, here and
+# in CI, tries the same generated cases, writes no example database and prints a blob that
+# reproduces a failure. "explore" draws new random cases and ten times as many
+# (HYPOTHESIS_PROFILE=explore pytest tests/retrieval/test_metric_properties.py ...).
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
+                          max_examples=250, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", deadline=None, print_blob=True, max_examples=1000,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -133,7 +133,9 @@ def test_run_agreement_cli(tmp_path):
     ("item_id,pair_id,rater,pool,choice\ni1,a|b,r1,human,A\ni1,a|b,r1,human,B\n",
      "row 3: rater 'r1' voted twice"),
     ("item_id,pair_id,rater,pool,choice\ni1,a|b,r1,human,A\ni1,a|c,r2,human,B\n",
-     "several pair_ids"),
+     "row 3: item 'i1' has pair_id 'a|c' but 'a|b' on an earlier row"),
+    ("item_id,pair_id,rater,pool,choice\ni1,a|b,r1,human,A\ni2,a|b,r1,text_llm,B\n",
+     "row 3: rater 'r1' is in pool 'text_llm' but in 'human'"),
     ("item_id,pair_id,rater,pool,choice\n", "no rating rows"),
 ])
 def test_bad_csvs_name_file_and_row(tmp_path, content, message):

@@ -89,15 +89,19 @@ def audio_info(path: str | Path, *, check_samples: bool = False) -> tuple[float,
     read, so the check costs one decode of float files only.
 
     Raises:
-        AudioError: when the file is missing, empty or unreadable, or (``check_samples``)
-            holds NaN or infinite samples.
+        AudioError: when the file is missing, inaccessible, empty or unreadable, or
+            (``check_samples``) holds NaN or infinite samples.
     """
     import soundfile as sf
 
     path = Path(path)
-    if not path.exists():
-        raise AudioError(path, "file not found")
-    if path.stat().st_size == 0:
+    try:
+        if not path.exists():
+            raise AudioError(path, "file not found")
+        size = path.stat().st_size
+    except OSError as err:  # e.g. a name longer than the filesystem allows
+        raise AudioError(path, f"cannot access ({err.strerror or err})") from err
+    if size == 0:
         raise AudioError(path, "empty file (0 bytes)")
     try:
         info = sf.info(str(path))

@@ -12,17 +12,20 @@ Supported layouts (``root`` is the dataset folder; audio paths are relative to i
 - **Folder**: any audio folder plus a metadata CSV with ``file_name`` and one or more
   ``caption*`` columns.
 
-Files that are missing or unreadable, or hold NaN/infinite samples, raise
-:class:`~clapcap.data.audio.AudioError`, or, with ``on_error="skip"``, are listed in the
-returned report and left out. "row N" in a message is the CSV's row as a spreadsheet
-numbers it: the header is row 1, so the first data row is row 2 (the file's line N when no
-cell spans lines).
+Every data row of a CSV becomes a clip (AudioCaps: a caption of a clip); none is dropped
+silently. A malformed row (empty id or caption, a number or flag that does not parse, a
+clip listed twice, a wrong field count) raises :class:`~clapcap.data.manifest.ManifestError`
+naming the file and the row as its 1-based file line (the header is line 1). Files that
+are missing or unreadable, or hold NaN/infinite samples, raise
+:class:`~clapcap.data.audio.AudioError` (naming the audio file and the CSV row), or, with
+``on_error="skip"``, are listed in the returned report and left out.
 """
 
 from __future__ import annotations
 
 import ast
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -30,10 +33,12 @@ from typing import Literal
 import pandas as pd
 
 from clapcap.data.audio import AudioError, LoadReport, audio_info
-from clapcap.data.manifest import ManifestError, resolve_audio_path
+from clapcap.data.manifest import REQUIRED_COLUMNS, SPLITS, ManifestError, resolve_audio_path
+from clapcap.tables import file_line, read_text_table
 
 logger = logging.getLogger(__name__)
 OnError = Literal["raise", "skip"]
+Record = tuple[str, dict[str, str]]  # ("<csv>: row N", {column: cell text})
 
 
 def _require_columns(df: pd.DataFrame, columns: list[str], path: Path) -> None:
@@ -42,137 +47,230 @@ def _require_columns(df: pd.DataFrame, columns: list[str], path: Path) -> None:
         raise ManifestError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
 
 
-def _read_csv(path: str | Path) -> pd.DataFrame:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: metadata file not found")
-    return pd.read_csv(path, keep_default_na=False)
+def _short(value: str, limit: int = 60) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def _read_records(path: Path, required: list[str]) -> tuple[pd.DataFrame, list[Record]]:
+    """The table and its data rows, each with ``"<path>: row N"`` (N the 1-based file line).
+
+    Raises:
+        FileNotFoundError: when ``path`` does not exist.
+        ManifestError: on an unparsable CSV, a missing column or no data row.
+    """
+    df = read_text_table(path, "metadata file", error=ManifestError)
+    _require_columns(df, required, path)
+    if df.empty:
+        raise ManifestError(f"{path}: no data rows after the header")
+    return df, [(f"{path}: row {file_line(df, i)}", rec) for i, rec in enumerate(df.to_dict("records"))]
+
+
+def _name(value: str, column: str, where: str) -> str:
+    """A non-empty id or file name cell, returned unchanged."""
+    if not value.strip() or "\x00" in value:
+        raise ManifestError(f"{where}: {column} must be a non-empty name without NUL, found {_short(value)}")
+    return value
+
+
+def _number(value: str, kind: type[int] | type[float], column: str, where: str) -> float:
+    """An ``int`` or finite ``float`` cell."""
+    try:
+        out = kind(value.strip())
+        if math.isfinite(out):
+            return out
+    except ValueError:
+        pass
+    raise ManifestError(f"{where}: {column} must be {'an integer' if kind is int else 'a finite number'}, "
+                        f"found {_short(value)}")
+
+
+def _check_unique(entries: list[dict]) -> None:
+    seen: dict[str, str] = {}
+    for entry in entries:
+        first = seen.setdefault(entry["clip_id"], entry["_where"])
+        if first != entry["_where"]:
+            raise ManifestError(f"{entry['_where']}: clip {entry['clip_id']!r} is already on "
+                                f"{first.rsplit(': ', 1)[-1]}; list each clip once")
 
 
 def _rows_with_audio(
     root: Path, entries: list[dict], on_error: OnError, report: LoadReport
-) -> list[dict]:
+) -> pd.DataFrame:
     """Fill ``duration_s``/``sample_rate`` from each file's header and refuse float files
     holding NaN/inf samples; handle bad files as ``on_error`` says."""
+    _check_unique(entries)
     rows = []
     for entry in entries:
+        where = entry.pop("_where")
         try:
             full = resolve_audio_path(root, entry["audio_path"])
+        except ManifestError as err:
+            raise ManifestError(f"{where}: {err}") from err
+        try:
             entry["duration_s"], entry["sample_rate"] = audio_info(full, check_samples=True)
         except AudioError as err:
             if on_error == "raise":
-                raise
+                raise AudioError(err.path, f"{err.reason} (listed in {where})") from err
             report.add(err)
             continue
         rows.append(entry)
-    return rows
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=REQUIRED_COLUMNS)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the filesystem, or with a NUL, cannot exist
+        return False
 
 
 def _find_audio(root: Path, audio_dir: str, stem: str, exts: tuple[str, ...]) -> str:
     for ext in exts:
         rel = f"{audio_dir}/{stem}{ext}" if audio_dir else f"{stem}{ext}"
-        if (root / rel).exists():
+        if _exists(root / rel):
             return rel
     return f"{audio_dir}/{stem}{exts[0]}" if audio_dir else f"{stem}{exts[0]}"
 
 
 def read_clotho(root: str | Path, csv_path: str | Path, *, audio_dir: str = "audio",
                 split: str = "train", on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
-    """Read a Clotho captions CSV. Returns ``(manifest rows, report of skipped files)``."""
+    """Read a Clotho captions CSV. Returns ``(manifest rows, report of skipped files)``.
+
+    Raises:
+        ManifestError: naming the file and row (1-based file line) of a malformed row.
+        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+    """
     root, csv_path = Path(root), Path(csv_path)
-    df = _read_csv(csv_path)
     cap_cols = [f"caption_{i}" for i in range(1, 6)]
-    _require_columns(df, ["file_name", *cap_cols], csv_path)
+    _, records = _read_records(csv_path, ["file_name", *cap_cols])
     entries = []
-    for i, rec in enumerate(df.to_dict("records")):
-        caps = [str(rec[c]).strip() for c in cap_cols if str(rec[c]).strip()]
+    for where, rec in records:
+        name = _name(rec["file_name"], "file_name", where)
+        caps = [rec[c].strip() for c in cap_cols if rec[c].strip()]
         if not caps:
-            raise ManifestError(f"{csv_path}: row {i + 2} ({rec['file_name']}): no non-empty caption")
-        rel = f"{audio_dir}/{rec['file_name']}" if audio_dir else str(rec["file_name"])
-        entries.append({"clip_id": Path(rec["file_name"]).stem, "audio_path": rel, "split": split,
-                        "source": "clotho", "captions": caps, "is_audioset_eval": None})
+            raise ManifestError(f"{where} ({name}): no non-empty caption")
+        rel = f"{audio_dir}/{name}" if audio_dir else name
+        entries.append({"clip_id": _name(Path(name).stem, "clip id (file_name stem)", where),
+                        "audio_path": rel, "split": split, "source": "clotho", "captions": caps,
+                        "is_audioset_eval": None, "_where": where})
     report = LoadReport()
-    return pd.DataFrame(_rows_with_audio(root, entries, on_error, report)), report
+    return _rows_with_audio(root, entries, on_error, report), report
 
 
 def read_audiocaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "audio",
                    split: str = "train", exts: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg"),
                    on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
-    """Read an AudioCaps CSV (one row per caption). Returns ``(rows, report)``."""
+    """Read an AudioCaps CSV (one row per caption). Returns ``(rows, report)``.
+
+    Raises:
+        ManifestError: naming the file and row of a malformed row (an empty caption too).
+        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+    """
     root, csv_path = Path(root), Path(csv_path)
-    df = _read_csv(csv_path)
-    _require_columns(df, ["audiocap_id", "youtube_id", "start_time", "caption"], csv_path)
-    entries = []
-    for ytid, group in df.groupby("youtube_id", sort=False):
-        caps = [str(c).strip() for c in group["caption"] if str(c).strip()]
-        if not caps:
-            raise ManifestError(f"{csv_path}: youtube_id {ytid}: no non-empty caption")
-        entries.append({"clip_id": str(ytid), "audio_path": _find_audio(root, audio_dir, str(ytid), exts),
-                        "split": split, "source": "audiocaps", "captions": caps, "is_audioset_eval": None,
-                        "meta": {"audiocap_ids": [int(x) for x in group["audiocap_id"]],
-                                 "start_time": float(group["start_time"].iloc[0])}})
+    _, records = _read_records(csv_path, ["audiocap_id", "youtube_id", "start_time", "caption"])
+    clips: dict[str, dict] = {}
+    for where, rec in records:
+        ytid = _name(rec["youtube_id"], "youtube_id", where)
+        caption = rec["caption"].strip()
+        if not caption:
+            raise ManifestError(f"{where} ({ytid}): empty caption")
+        cap_id = int(_number(rec["audiocap_id"], int, "audiocap_id", where))
+        start = _number(rec["start_time"], float, "start_time", where)
+        if ytid not in clips:
+            clips[ytid] = {"clip_id": ytid, "audio_path": _find_audio(root, audio_dir, ytid, exts),
+                           "split": split, "source": "audiocaps", "captions": [], "is_audioset_eval": None,
+                           "meta": {"audiocap_ids": [], "start_time": start}, "_where": where}
+        clips[ytid]["captions"].append(caption)
+        clips[ytid]["meta"]["audiocap_ids"].append(cap_id)
     report = LoadReport()
-    return pd.DataFrame(_rows_with_audio(root, entries, on_error, report)), report
+    return _rows_with_audio(root, list(clips.values()), on_error, report), report
 
 
-def _parse_bool(value, where: str) -> bool:
-    text = str(value).strip().lower()
+def _parse_bool(value: str, where: str) -> bool:
+    text = value.strip().lower()
     if text in ("true", "1"):
         return True
     if text in ("false", "0"):
         return False
-    raise ManifestError(f"{where}: expected a boolean, found {value!r}")
+    raise ManifestError(f"{where}: expected a boolean, found {_short(value)}")
+
+
+def _aspect_list(value: str, where: str) -> list[str]:
+    if not value.strip():
+        return []
+    try:
+        aspects = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+        raise ManifestError(f"{where}: aspect_list is not a list literal: {_short(value)}") from err
+    if not isinstance(aspects, (list, tuple)) or not all(isinstance(a, str) for a in aspects):
+        raise ManifestError(f"{where}: aspect_list must be a list of strings, found {_short(value)}")
+    return list(aspects)
 
 
 def read_musiccaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "audio",
                    split: str = "train", exts: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg"),
                    on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
-    """Read the MusicCaps CSV (one caption per clip). Returns ``(rows, report)``."""
+    """Read the MusicCaps CSV (one caption per clip). Returns ``(rows, report)``.
+
+    Raises:
+        ManifestError: naming the file and row of a malformed row.
+        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+    """
     root, csv_path = Path(root), Path(csv_path)
-    df = _read_csv(csv_path)
     cols = ["ytid", "start_s", "end_s", "aspect_list", "caption", "is_audioset_eval", "is_balanced_subset"]
-    _require_columns(df, cols, csv_path)
+    _, records = _read_records(csv_path, cols)
     entries = []
-    for i, rec in enumerate(df.to_dict("records")):
-        where = f"{csv_path}: row {i + 2} ({rec['ytid']})"
-        if not str(rec["caption"]).strip():
+    for row_where, rec in records:
+        ytid = _name(rec["ytid"], "ytid", row_where)
+        where = f"{row_where} ({ytid})"
+        if not rec["caption"].strip():
             raise ManifestError(f"{where}: empty caption")
-        try:
-            aspects = ast.literal_eval(str(rec["aspect_list"])) if rec["aspect_list"] else []
-        except (ValueError, SyntaxError) as err:
-            raise ManifestError(f"{where}: aspect_list is not a list literal: {rec['aspect_list']!r}") from err
-        entries.append({"clip_id": str(rec["ytid"]), "audio_path": _find_audio(root, audio_dir, str(rec["ytid"]), exts),
-                        "split": split, "source": "musiccaps", "captions": [str(rec["caption"]).strip()],
+        meta = {"aspect_list": _aspect_list(rec["aspect_list"], where),
+                "start_s": _number(rec["start_s"], float, "start_s", where),
+                "end_s": _number(rec["end_s"], float, "end_s", where),
+                "is_balanced_subset": _parse_bool(rec["is_balanced_subset"], where)}
+        entries.append({"clip_id": ytid, "audio_path": _find_audio(root, audio_dir, ytid, exts),
+                        "split": split, "source": "musiccaps", "captions": [rec["caption"].strip()],
                         "is_audioset_eval": _parse_bool(rec["is_audioset_eval"], where),
-                        "meta": {"aspect_list": list(aspects), "start_s": float(rec["start_s"]),
-                                 "end_s": float(rec["end_s"]),
-                                 "is_balanced_subset": _parse_bool(rec["is_balanced_subset"], where)}})
+                        "meta": meta, "_where": row_where})
     report = LoadReport()
-    return pd.DataFrame(_rows_with_audio(root, entries, on_error, report)), report
+    return _rows_with_audio(root, entries, on_error, report), report
 
 
 def read_folder(root: str | Path, metadata_csv: str | Path, *, source: str = "folder",
                 split: str = "train", on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
-    """Read an audio folder with a metadata CSV (``file_name`` + ``caption*`` columns)."""
+    """Read an audio folder with a metadata CSV (``file_name`` + ``caption*`` columns).
+
+    Optional columns: ``split`` (overrides ``split`` when not empty) and ``labels``
+    (``;``-separated).
+
+    Raises:
+        ManifestError: naming the file and row of a malformed row.
+        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+    """
     root, metadata_csv = Path(root), Path(metadata_csv)
-    df = _read_csv(metadata_csv)
+    df, records = _read_records(metadata_csv, ["file_name"])
     cap_cols = [c for c in df.columns if c.startswith("caption")]
-    _require_columns(df, ["file_name"], metadata_csv)
     if not cap_cols:
         raise ManifestError(f"{metadata_csv}: no caption column (expected caption or caption_N)")
     entries = []
-    for i, rec in enumerate(df.to_dict("records")):
-        caps = [str(rec[c]).strip() for c in cap_cols if str(rec[c]).strip()]
+    for where, rec in records:
+        name = _name(rec["file_name"], "file_name", where)
+        caps = [rec[c].strip() for c in cap_cols if rec[c].strip()]
         if not caps:
-            raise ManifestError(f"{metadata_csv}: row {i + 2} ({rec['file_name']}): no non-empty caption")
-        entry = {"clip_id": Path(str(rec["file_name"])).stem, "audio_path": str(rec["file_name"]),
-                 "split": str(rec.get("split") or split), "source": source, "captions": caps,
-                 "is_audioset_eval": None}
-        if rec.get("labels"):
-            entry["labels"] = [s.strip() for s in str(rec["labels"]).split(";") if s.strip()]
+            raise ManifestError(f"{where} ({name}): no non-empty caption")
+        row_split = rec.get("split", "").strip() or split
+        if row_split not in SPLITS:
+            raise ManifestError(f"{where} ({name}): split must be one of {list(SPLITS)} or empty, "
+                                f"found {_short(rec['split'])}")
+        entry = {"clip_id": _name(Path(name).stem, "clip id (file_name stem)", where), "audio_path": name,
+                 "split": row_split, "source": source, "captions": caps, "is_audioset_eval": None,
+                 "_where": where}
+        if rec.get("labels", "").strip():
+            entry["labels"] = [s.strip() for s in rec["labels"].split(";") if s.strip()]
         entries.append(entry)
     report = LoadReport()
-    return pd.DataFrame(_rows_with_audio(root, entries, on_error, report)), report
+    return _rows_with_audio(root, entries, on_error, report), report
 
 
 READERS: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {

@@ -25,7 +25,7 @@ import pandas as pd
 
 from clapcap.evaluation.captioning_metrics import score_captions
 from clapcap.evaluation.leakage import KnownStatus, LeakageParams, decide_leakage
-from clapcap.tables import missing_columns, read_text_table
+from clapcap.tables import TableError, file_line, missing_columns, read_text_table
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def _parse_flag(value: Any, path: Path, row: int) -> bool | None:
         return True
     if text in ("false", "0"):
         return False
-    raise ValueError(f"{path}: row {row}: is_audioset_eval must be True/False or empty, found {value!r}")
+    raise TableError(f"{path}: row {row}: is_audioset_eval must be True/False or empty, found {value!r}")
 
 
 def read_split(path: str | Path) -> ReferenceSplit:
@@ -105,28 +105,29 @@ def read_split(path: str | Path) -> ReferenceSplit:
 
     Raises:
         FileNotFoundError: when ``path`` does not exist.
-        ValueError: naming the file and row on a missing column, an empty caption or a clip
-            whose rows disagree on ``is_audioset_eval``.
+        TableError (a ValueError): naming the file and row (1-based file line) on a file
+            that is not a CSV table, a missing column, an empty caption or a clip whose rows
+            disagree on ``is_audioset_eval``.
     """
     path = Path(path)
     df = read_text_table(path, "split file")
     missing = missing_columns(df, SPLIT_COLUMNS)
     if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; expected {SPLIT_COLUMNS} (+ audio_path)")
+        raise TableError(f"{path}: missing column(s) {missing}; expected {SPLIT_COLUMNS} (+ audio_path)")
     clips: dict[str, SplitClip] = {}
     for i, rec in enumerate(df.to_dict("records")):
-        row = i + 2  # 1-based, after the header line
+        row = file_line(df, i)  # 1-based file line (the header is line 1)
         cid, cap = rec["clip_id"].strip(), rec["caption"]
         if not cid or not cap.strip():
-            raise ValueError(f"{path}: row {row}: expected a clip_id and a non-empty caption, found {rec}")
+            raise TableError(f"{path}: row {row}: expected a clip_id and a non-empty caption, found {rec}")
         flag = _parse_flag(rec["is_audioset_eval"], path, row)
         clip = clips.setdefault(cid, SplitClip(cid, rec.get("audio_path", ""), [], flag))
         if clip.is_audioset_eval != flag:
-            raise ValueError(f"{path}: row {row}: clip {cid!r} has is_audioset_eval={flag} but "
+            raise TableError(f"{path}: row {row}: clip {cid!r} has is_audioset_eval={flag} but "
                              f"{clip.is_audioset_eval} on an earlier row")
         clip.captions.append(cap)
     if not clips:
-        raise ValueError(f"{path}: no rows")
+        raise TableError(f"{path}: no rows")
     return ReferenceSplit(list(clips.values()))
 
 

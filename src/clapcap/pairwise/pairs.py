@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from clapcap.pairwise.ratings import RatingsError, make_pair_id
-from clapcap.tables import missing_columns, read_text_table
+from clapcap.tables import TableError, file_line, missing_columns, read_text_table
 from clapcap.utils.io import atomic_path, read_json
 
 logger = logging.getLogger(__name__)
@@ -55,16 +55,23 @@ def read_reference(path: str | Path) -> pd.DataFrame:
 
     Raises:
         FileNotFoundError: when the file is missing.
-        ValueError: when a required column is missing.
+        TableError (a ValueError): when the file is not a CSV table, a required column is
+            missing, or a row has an empty ``clip_id`` or ``caption`` or an ``audio_path`` with
+            a NUL character (naming its 1-based file line).
     """
     path = Path(path)
     df = read_text_table(path, "reference split")
     missing = missing_columns(df, ("clip_id", "caption"))
     if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected clip_id, "
+        raise TableError(f"{path}: missing column(s) {', '.join(missing)}; expected clip_id, "
                          f"caption and optionally audio_path, found {', '.join(df.columns)}")
     if "audio_path" not in df.columns:
         df["audio_path"] = ""
+    bad = ((df["clip_id"].str.strip() == "") | (df["caption"].str.strip() == "")
+           | df["audio_path"].str.contains("\x00", regex=False)).to_numpy().nonzero()[0]
+    if bad.size:
+        raise TableError(f"{path}: row {file_line(df, int(bad[0]))}: expected a clip_id, a non-empty "
+                         f"caption and an audio_path without NUL ({bad.size} such rows)")
     root = path.parent
     df["audio_path"] = [str((root / p).resolve()) if p and not Path(p).is_absolute() else p
                         for p in df["audio_path"]]
@@ -138,7 +145,7 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
         raise RatingsError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(PAIR_COLUMNS)}")
     dup = df.duplicated("item_id").to_numpy().nonzero()[0]
     if dup.size:
-        raise RatingsError(f"{path}: row {int(dup[0]) + 2}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
+        raise RatingsError(f"{path}: row {file_line(df, int(dup[0]))}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
     return df
 
 

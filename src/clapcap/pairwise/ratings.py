@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from clapcap.errors import InputError
-from clapcap.tables import read_text_table
+from clapcap.tables import file_line, read_text_table
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,8 @@ def validate_ratings(df: pd.DataFrame, origin: str = "<ratings>") -> pd.DataFram
 
     The copy has string columns, ``choice`` normalised to ``A``/``B``/``tie`` and
     ``system_a``/``system_b`` columns filled from ``pair_id`` when absent.
-    Row numbers in messages are CSV line numbers (the header is line 1).
+    Row numbers in messages are 1-based CSV file lines (the header is line 1; exact for a
+    frame from :func:`clapcap.tables.read_text_table`, which records them).
 
     Returns:
         The validated DataFrame.
@@ -102,14 +103,14 @@ def validate_ratings(df: pd.DataFrame, origin: str = "<ratings>") -> pd.DataFram
         blank = out[col].isna() | (out[col].astype(str).str.strip() == "")
         if blank.any():
             row = int(blank.to_numpy().nonzero()[0][0])
-            raise RatingsError(f"{origin}: row {row + 2}: empty {col!r}")
+            raise RatingsError(f"{origin}: row {file_line(df, row)}: empty {col!r}")
         out[col] = out[col].astype(str).str.strip()
     choices = out["choice"].map(normalize_choice)
     bad = choices.isna().to_numpy().nonzero()[0]
     if bad.size:
         row = int(bad[0])
         raise RatingsError(
-            f"{origin}: row {row + 2}: unknown choice {df['choice'].iloc[row]!r}; "
+            f"{origin}: row {file_line(df, row)}: unknown choice {df['choice'].iloc[row]!r}; "
             f"expected one of {', '.join(CHOICES)} ({bad.size} such rows)"
         )
     out["choice"] = choices
@@ -124,7 +125,7 @@ def _fill_systems(out: pd.DataFrame, origin: str) -> None:
     for i, (pair_id, *given) in enumerate(
         zip(out["pair_id"], *(([out["system_a"], out["system_b"]]) if has_cols else []), strict=True)
     ):
-        where = f"{origin}: row {i + 2}"
+        where = f"{origin}: row {file_line(out, i)}"
         if has_cols and all(isinstance(g, str) and g.strip() for g in given):
             a, b = given[0].strip(), given[1].strip()
         else:
@@ -136,24 +137,31 @@ def _fill_systems(out: pd.DataFrame, origin: str) -> None:
     out["system_a"], out["system_b"] = a_list, b_list
 
 
+def _first_conflict(out: pd.DataFrame, key: str, value: str) -> tuple[int, str, str] | None:
+    """First row whose ``value`` differs from the first row of its ``key``: (row, value, first)."""
+    first = out.groupby(key, sort=False)[value].transform("first")
+    rows = (out[value] != first).to_numpy().nonzero()[0]
+    return None if not rows.size else (int(rows[0]), out[value].iloc[rows[0]], first.iloc[rows[0]])
+
+
 def _check_consistency(out: pd.DataFrame, origin: str) -> None:
-    pairs_per_item = out.groupby("item_id")["pair_id"].nunique()
-    multi = pairs_per_item[pairs_per_item > 1]
-    if not multi.empty:
-        item = multi.index[0]
-        found = sorted(out.loc[out["item_id"] == item, "pair_id"].unique())
-        raise RatingsError(f"{origin}: item {item!r} has several pair_ids {found}; expected one")
+    conflict = _first_conflict(out, "item_id", "pair_id")
+    if conflict:
+        row, found, first = conflict
+        raise RatingsError(f"{origin}: row {file_line(out, row)}: item {out['item_id'].iloc[row]!r} has "
+                           f"pair_id {found!r} but {first!r} on an earlier row; expected one per item")
     dup = out.duplicated(subset=["item_id", "rater"], keep="first").to_numpy().nonzero()[0]
     if dup.size:
         row = int(dup[0])
         raise RatingsError(
-            f"{origin}: row {row + 2}: rater {out['rater'].iloc[row]!r} voted twice on item "
+            f"{origin}: row {file_line(out, row)}: rater {out['rater'].iloc[row]!r} voted twice on item "
             f"{out['item_id'].iloc[row]!r}; keep one vote per rater and item"
         )
-    pools = out.groupby("rater")["pool"].nunique()
-    multi_pool = pools[pools > 1]
-    if not multi_pool.empty:
-        raise RatingsError(f"{origin}: rater {multi_pool.index[0]!r} appears in several pools")
+    conflict = _first_conflict(out, "rater", "pool")
+    if conflict:
+        row, found, first = conflict
+        raise RatingsError(f"{origin}: row {file_line(out, row)}: rater {out['rater'].iloc[row]!r} is in "
+                           f"pool {found!r} but in {first!r} on an earlier row; expected one pool per rater")
 
 
 def read_ratings(path: str | Path) -> pd.DataFrame:
@@ -167,10 +175,7 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
         RatingsError: when the file is not a valid ratings CSV.
     """
     path = Path(path)
-    try:
-        df = read_text_table(path, "ratings file")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise RatingsError(f"{path}: not a readable CSV: {err}") from err
+    df = read_text_table(path, "ratings file", error=RatingsError)
     out = validate_ratings(df, str(path))
     logger.info("read %d ratings (%d items, %d raters) from %s",
                 len(out), out["item_id"].nunique(), out["rater"].nunique(), path)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from clapcap.tables import missing_columns, read_text_table
+from clapcap.tables import file_line, missing_columns, read_text_table
 from clapcap.utils.io import atomic_path
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def convert_leaderboard(source: str | Path, out: str | Path) -> pd.DataFrame:
     missing = missing_columns(df, _SOURCE_COLUMNS)
     if missing:
         raise ValueError(f"{source}: missing column(s) {', '.join(missing)}; expected {', '.join(_SOURCE_COLUMNS)}")
-    rows = [convert_row(r, f"{source}: row {i + 2}") for i, r in enumerate(df.to_dict("records"))]
+    rows = [convert_row(r, f"{source}: row {file_line(df, i)}") for i, r in enumerate(df.to_dict("records"))]
     converted = pd.DataFrame(rows, columns=list(COLUMNS))
     with atomic_path(out) as tmp:
         converted.to_csv(tmp, index=False)
