@@ -56,3 +56,14 @@ def tiny_corpus(tmp_path_factory) -> Path:
                                                                 max_duration_s=4.0, music_fraction=0.2))
     prepare_data(params, progress=False)
     return out
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """``http://127.0.0.1:PORT/v1`` where nothing listens (a port bound, read, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any
 
 from clapcap.cli._common import add_command, add_group
@@ -19,7 +20,7 @@ def _dump_split(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from clapcap.reference.api import ApiError
+    from clapcap.llm import LLMError
     from clapcap.reference.generate import generate_reference
     from clapcap.reference.params import find_spec, load_reference_params
 
@@ -28,8 +29,8 @@ def _generate(args: argparse.Namespace) -> int:
     split_json = args.split_json or f"{params.split_dir}/split.json"
     try:
         generate_reference(spec, split_json, args.out_dir or params.out_dir)
-    except ApiError as err:  # progress so far is kept in the cache; a rerun resumes
-        logger.error("%s", err)
+    except LLMError as err:  # progress so far is kept in the cache; a rerun resumes
+        print(f"clapcap: error: {err}", file=sys.stderr)
         return 1
     return 0
 

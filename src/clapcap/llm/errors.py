@@ -26,3 +26,9 @@ class LLMResponseError(LLMError):
 
 class MissingKeyError(LLMError, ValueError):
     """No API key in the environment variable nor in the ``.env`` file (names both, never a value)."""
+
+
+class EndpointUnreachable(LLMError):
+    """No connection to the endpoint after several consecutive attempts (refused, reset,
+    unresolvable host, connect timeout); the message names the URL. Raised at once
+    instead of failing every remaining item one by one."""
