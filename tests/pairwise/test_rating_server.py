@@ -117,7 +117,10 @@ def test_duplicate_vote_same_is_ignored_different_is_refused(site):
     assert votes["shown_choice"].tolist() == ["1"]
 
 
-def test_tie_is_offered_and_stored(site):
+def test_tie_is_offered_and_stored(site, tmp_path):
+    from clapcap.pairwise.agreement import compute_agreement
+    from clapcap.pairwise.ratings import read_ratings
+
     base, db = site
     page = urllib.request.urlopen(f"{base}/rate?rater=r2").read().decode()
     assert "id='choose-tie'" in page and "value='tie'" in page
@@ -126,6 +129,10 @@ def test_tie_is_offered_and_stored(site):
     votes = VoteStore(db).votes()
     assert votes[["item_id", "choice", "shown_choice"]].values.tolist() == [[item, "tie", "tie"]]
     assert votes["shown_order"].iloc[0] == shown_order(0, "r2", item)
+    # The exported tie is a valid rating, counted as half a win for both systems.
+    VoteStore(db).export_csv(tmp_path / "ratings.csv")
+    systems = compute_agreement(read_ratings(tmp_path / "ratings.csv"))["win_rates"]["human"]["systems"]
+    assert all(s["ties"] == 1 and s["win_rate"] == 0.5 for s in systems.values())
 
 
 def _drop_audio(study) -> Path:

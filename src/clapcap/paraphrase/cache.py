@@ -4,7 +4,7 @@ Each line is one finished call: ``{"key", "step", "model", "caption", "status", 
 "raw", "error"}``. A rerun reads the file and skips every key already present, so an
 interrupted run never pays twice (a ``kill -9`` test checks it). A half-written last
 line (a crash mid-write) is removed and its call redone; any other unreadable line is
-ignored with a warning (:mod:`clapcap.utils.jsonl`).
+ignored with a warning (:mod:`clapcap.llm.jsonl`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from clapcap.utils.jsonl import append_record, read_records
+from clapcap.llm.jsonl import append_record, read_records
 
 logger = logging.getLogger(__name__)
 

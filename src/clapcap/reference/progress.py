@@ -3,7 +3,7 @@
 An interrupted or rate-limited run loses at most the clip in flight; a rerun reads the
 cache and skips finished clips, so no paid call is repeated (a ``kill -9`` test checks
 it). A truncated last line (a crash mid-write) is removed and its clip redone; any other
-unreadable line is ignored with a warning (:mod:`clapcap.utils.jsonl`).
+unreadable line is ignored with a warning (:mod:`clapcap.llm.jsonl`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from clapcap.utils.jsonl import append_record, read_records
+from clapcap.llm.jsonl import append_record, read_records
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from clapcap.utils.jsonl import append_record, read_records
+from clapcap.llm.jsonl import append_record, read_records
 
 
 def test_torn_tail_is_cut_and_next_append_starts_clean(tmp_path, caplog):
