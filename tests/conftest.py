@@ -117,3 +117,14 @@ def make_clotho():
         return root
 
     return make
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """``http://127.0.0.1:PORT/v1`` where nothing listens (a port bound, read, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

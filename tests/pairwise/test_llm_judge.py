@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from clapcap.cli import main
+from clapcap.llm import EndpointUnreachable
 from clapcap.pairwise.llm_judge import (
     ChatClient,
     ChatError,
@@ -159,3 +160,24 @@ def test_text_pool_cli_sees_reference_not_audio(study, fake_api, tmp_path, monke
     row = ratings.iloc[0]
     assert row["shown_order"] == shown_order(0, "t1", row["item_id"])
     assert item["temperature"] == 0.0
+
+
+def test_judge_stops_on_a_dead_endpoint(study, tmp_path, closed_port_url, monkeypatch, capsys):
+    """Against a closed port the judge stops with one error naming the endpoint (it used to
+    retry every item and end with {'votes': 0, 'failures': 24})."""
+    monkeypatch.setenv("FAKE_KEY", KEY)
+    db = tmp_path / "j.sqlite"
+    cfg = JudgeConfig(pool="text_llm", models=["m1", "m2"], mode="text", base_url=closed_port_url,
+                      api_key_env="FAKE_KEY", dotenv="", backoff_s=0.0)
+    with pytest.raises(EndpointUnreachable, match="3 consecutive connection failures") as err:
+        run_judges(study["pairs"], db, cfg)
+    assert closed_port_url in str(err.value) and isinstance(err.value, ChatError)
+    assert VoteStore(db).failures().empty and VoteStore(db).votes().empty
+    # Through the CLI, one attempt per item: two items fail, the third stops the run.
+    rc = main(["pairwise", "judge", "--pairs", str(study["pairs"]), "--db", str(db), "--out",
+               str(tmp_path / "t.csv"), "--pool", "text_llm", "--mode", "text", "--model", "m1",
+               "--base-url", closed_port_url, "--api-key-env", "FAKE_KEY", "--dotenv", "",
+               "--max-retries", "0"])
+    stderr = capsys.readouterr().err
+    assert rc == 1 and stderr.splitlines()[-1].startswith("clapcap: error: ") and closed_port_url in stderr
+    assert "endpoint unreachable" in stderr and len(VoteStore(db).failures()) == 2

@@ -48,7 +48,7 @@ def browser():
             browser.close()
 
 
-def test_vote_in_browser_lands_in_sqlite_and_survives_restart(study, tmp_path, browser):
+def test_vote_in_browser_seeks_lands_in_sqlite_and_survives_restart(study, tmp_path, browser):
     db = tmp_path / "votes.sqlite"
     server, base = _start(study["pairs"], db)
     page = browser.new_page()
@@ -64,6 +64,15 @@ def test_vote_in_browser_lands_in_sqlite_and_survives_restart(study, tmp_path, b
             const a = document.getElementById('player'); a.preload = 'auto';
             a.onloadedmetadata = () => res(a.duration); a.onerror = () => res(-1); a.load(); })""")
         assert duration == pytest.approx(0.5, abs=0.05)
+        # The server answers byte ranges, so the player can seek (without them Chromium
+        # reported seekable [[0, 0]]).
+        seekable = page.evaluate("""() => { const s = document.getElementById('player').seekable;
+            return Array.from({length: s.length}, (_, i) => [s.start(i), s.end(i)]); }""")
+        assert seekable and seekable[0][1] == pytest.approx(0.5, abs=0.05), seekable
+        seeked = page.evaluate("""() => new Promise(res => {
+            const a = document.getElementById('player');
+            a.onseeked = () => res(a.currentTime); a.currentTime = 0.3; })""")
+        assert seeked == pytest.approx(0.3, abs=0.02)
         item_id = page.get_attribute("input[name=item_id]", "value")
         first_caption = page.inner_text("#caption-1")
         page.click("#choose-1")
@@ -88,10 +97,13 @@ def test_vote_in_browser_lands_in_sqlite_and_survives_restart(study, tmp_path, b
     try:
         page.goto(f"{base}/rate?rater=alice")
         assert page.inner_text("#progress") == "1 of 9 rated"
-        assert page.get_attribute("input[name=item_id]", "value") != item_id
-        page.click("#choose-2")
+        second = page.get_attribute("input[name=item_id]", "value")
+        assert second != item_id
+        page.click("#choose-tie")  # agreement counts ties (Fleiss' category, half a win)
         page.wait_for_function("document.getElementById('progress')?.innerText === '2 of 9 rated'")
     finally:
         _stop(server)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM votes WHERE rater = 'alice'").fetchone()[0] == 2
+        assert conn.execute("SELECT choice, shown_choice FROM votes WHERE item_id = ?",
+                            (second,)).fetchone() == ("tie", "tie")

@@ -15,6 +15,8 @@ class FakeOpenAI:
         self.active = 0
         self.max_active = 0
         self.delay_s = 0.0
+        self.on_request = None              # called as on_request(n, body) before answering
+        self.caption = "a caption number {n}."  # the answer to request number n
         self._lock = threading.Lock()
         fake = self
 
@@ -34,6 +36,8 @@ class FakeOpenAI:
                     fake.active += 1
                     fake.max_active = max(fake.max_active, fake.active)
                     n = len(fake.requests)
+                if fake.on_request is not None:
+                    fake.on_request(n, body)
                 time.sleep(fake.delay_s)
                 with fake._lock:
                     fake.active -= 1
@@ -43,7 +47,7 @@ class FakeOpenAI:
                     self.end_headers()
                     self.wfile.write(b'{"error": "busy"}')
                     return
-                text = f"a caption number {n}."
+                text = fake.caption.format(n=n)
                 if body.get("stream"):
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
@@ -60,7 +64,14 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(out)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client killed mid-answer
+                import sys
+
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

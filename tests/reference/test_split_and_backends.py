@@ -149,3 +149,14 @@ def test_interrupted_run_resumes_from_progress_cache(tmp_path, small_split):
     assert len(lines) == len(split.clips)
     # Finished: a rerun skips by the predictions file.
     generate_reference(spec, small_split[1], tmp_path, captioner=lambda p: pytest.fail("reran"))
+
+
+def test_api_dead_endpoint_stops_with_one_error(tmp_path, small_split, closed_port_url, monkeypatch):
+    from clapcap.llm import EndpointUnreachable
+
+    monkeypatch.setenv("FAKE_KEY", SECRET)
+    spec = _api_spec(closed_port_url, max_retries=10)
+    with pytest.raises(EndpointUnreachable, match="3 consecutive connection failures") as err:
+        generate_reference(spec, small_split[1], tmp_path / "out", progress=False)
+    assert closed_port_url in str(err.value) and SECRET not in str(err.value)
+    assert not (tmp_path / "out" / "api_model" / "predictions.json").exists()

@@ -91,10 +91,18 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client killed mid-answer
+            super().handle_error(request, client_address)
+
+
 def start_fake_llm() -> tuple[FakeLLM, Callable[[], None]]:
     """Start a server thread; returns the fake and a function that stops it."""
     fake = FakeLLM()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    server = _QuietServer(("127.0.0.1", 0), _handler(fake))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"

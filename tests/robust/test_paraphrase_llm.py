@@ -177,3 +177,39 @@ def test_failed_view_written_as_null(fake_llm, tmp_path):
     assert report["n_failed_views"] == 2 and report["n_views"] == {"view1": 1, "view2": 1}
     df = load_dataset(tmp_path / "out").manifest
     assert df["paraphrases_v1"][0][0] is None and isinstance(df["paraphrases_v1"][0][1], str)
+
+
+def test_run_with_no_usable_output_exits_non_zero(fake_llm, tmp_path, capsys):
+    """Every answer malformed: the run used to write an all-null manifest and exit 0."""
+    import yaml
+
+    from clapcap.cli import main
+    from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
+
+    fake_llm.default = lambda body: fake_llm.chat("Sorry, I cannot help with that.")
+    llm = _params(fake_llm, tmp_path, malformed_retries=0)
+    pp = ParaphraseParams(backend="llm", dataset_dir=str(_tiny(tmp_path)), out_dir=str(tmp_path / "out"),
+                          max_clips=2, llm=llm, track=False)
+    # 2 clips x 2 captions, "A dog barks." twice: 3 unique captions, 6 views, all failed.
+    with pytest.raises(LLMError, match="no usable output: all 6 views of 3 unique caption") as err:
+        paraphrase_dataset(pp, progress=False)
+    assert "retry_failed" in str(err.value) and "no JSON object" in str(err.value)
+    assert not (tmp_path / "out" / "manifest.csv").exists()
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"robust_paraphrase": {
+        "backend": "llm", "dataset_dir": pp.dataset_dir, "out_dir": pp.out_dir, "max_clips": 2,
+        "track": False, "llm": {k: v for k, v in llm.__dict__.items()}}}))
+    assert main(["robust", "paraphrase", "--params", str(params)]) == 1
+    assert capsys.readouterr().err.splitlines()[-1].startswith("clapcap: error: paraphrase: no usable output")
+
+
+def test_dead_endpoint_stops_paraphrasing_once(closed_port_url, tmp_path):
+    params = LLMParams(base_url=closed_port_url, model="m", backoff_s=0.0, max_backoff_s=0.0,
+                       env_file="", cache_path=str(tmp_path / "cache.jsonl"), workers=4)
+    paraphraser = _paraphraser(params)
+    with pytest.raises(LLMError, match=r"endpoint unreachable: \d consecutive") as err:
+        paraphraser.paraphrase_many([f"A dog barks {i} times." for i in range(40)])
+    assert type(err.value).__name__ == "EndpointUnreachable" and closed_port_url in str(err.value)
+    # No caption starts after the stop: a few attempts, not 40 captions x 6 attempts.
+    assert paraphraser.client.n_requests <= 2 + 2 * params.workers
+    assert not (tmp_path / "cache.jsonl").exists()

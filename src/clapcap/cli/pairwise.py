@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +48,20 @@ def _make_pairs(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
+    from clapcap.llm import LLMError
     from clapcap.pairwise.llm_judge import JudgeConfig, run_judges
 
     extra: dict[str, Any] = json.loads(args.extra_body) if args.extra_body else {}
     cfg = JudgeConfig(pool=args.pool, models=args.model, mode=args.mode, base_url=args.base_url,
                       api_key_env=args.api_key_env, dotenv=args.dotenv, seed=args.seed,
                       max_answer_attempts=args.max_answer_attempts, max_retries=args.max_retries,
-                      timeout_s=args.timeout, extra_body=extra)
-    counts = run_judges(args.pairs, args.db, cfg, out=args.out)
+                      timeout_s=args.timeout, max_connection_failures=args.max_connection_failures,
+                      extra_body=extra)
+    try:
+        counts = run_judges(args.pairs, args.db, cfg, out=args.out)
+    except LLMError as err:  # e.g. EndpointUnreachable: votes so far are kept, a rerun resumes
+        print(f"clapcap: error: {err}", file=sys.stderr)
+        return 1
     return 0 if counts["failures"] == 0 else 1
 
 
@@ -107,6 +114,8 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--max-answer-attempts", type=int, default=3)
     p.add_argument("--max-retries", type=int, default=4)
     p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--max-connection-failures", type=int, default=3,
+                   help="stop after this many consecutive connection failures (0: never)")
     p.add_argument("--extra-body", default="", help="JSON merged into each request body")
 
     p = add_command(group, "export", _export, "write all votes of a store as a ratings CSV")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from clapcap.cli._common import add_command, add_group
 
 
 def _paraphrase(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.llm import LLMError
     from clapcap.paraphrase.dataset import ParaphraseParams, run_paraphrase
 
     params = load_section(ParaphraseParams, "robust_paraphrase", args.params)
@@ -16,7 +18,11 @@ def _paraphrase(args: argparse.Namespace) -> int:
         params.backend = args.backend
     if args.max_clips is not None:
         params.max_clips = args.max_clips
-    report = run_paraphrase(params)
+    try:
+        report = run_paraphrase(params)
+    except LLMError as err:  # finished calls are cached: a rerun resumes
+        print(f"clapcap: error: {err}", file=sys.stderr)
+        return 1
     print(f"{report['n_captions']} captions, views {report['n_views']}, "
           f"{report.get('n_failed_views', 0)} failed -> {params.out_dir}")
     return 0

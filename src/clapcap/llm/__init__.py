@@ -3,8 +3,11 @@
 - :mod:`clapcap.llm.secrets`: :class:`SecretStr` and the key lookup (environment
   variable, else a git-ignored ``.env`` file); a key is never printed or logged.
 - :mod:`clapcap.llm.client`: :class:`ChatClient` for ``/chat/completions`` with retries
-  (exponential backoff, ``Retry-After``) and optional streaming.
+  (exponential backoff, ``Retry-After``), optional streaming, and a stop with
+  :class:`EndpointUnreachable` after consecutive connection failures.
 - :mod:`clapcap.llm.errors`: :class:`LLMError` and its subclasses.
+- :mod:`clapcap.llm.jsonl`: the append-only JSONL files behind the paid-call caches
+  (synced appends; a line torn by a crash is cut off, not glued to the next record).
 
 Used by the paraphrase backend (:mod:`clapcap.paraphrase`), the pairwise LLM judges
 (:mod:`clapcap.pairwise.llm_judge`) and the reference API captioner
@@ -12,12 +15,13 @@ Used by the paraphrase backend (:mod:`clapcap.paraphrase`), the pairwise LLM jud
 """
 
 from clapcap.llm.client import RETRY_STATUS, ChatClient, Message, RetryPolicy
-from clapcap.llm.errors import LLMError, LLMResponseError, MissingKeyError
+from clapcap.llm.errors import EndpointUnreachable, LLMError, LLMResponseError, MissingKeyError
 from clapcap.llm.secrets import SecretStr, read_env_file, require_api_key, resolve_api_key
 
 __all__ = [
     "RETRY_STATUS",
     "ChatClient",
+    "EndpointUnreachable",
     "LLMError",
     "LLMResponseError",
     "Message",

@@ -2,7 +2,10 @@
 
 Rate limits (HTTP 429), server errors (5xx), timeouts, dropped connections and answers
 that are not JSON are retried with exponential backoff (``Retry-After`` is honoured,
-capped); other HTTP errors are raised at once. With ``"stream": true`` in the request
+capped); other HTTP errors are raised at once. A dead endpoint is not retried item after
+item: after ``max_connection_failures`` consecutive attempts that got no HTTP answer at
+all (connection refused or reset, unknown host, connect timeout), counted across
+requests, :class:`EndpointUnreachable` names the URL and stops the caller. With ``"stream": true`` in the request
 body the server-sent events are read and their deltas joined. The API key only ever
 goes into the ``Authorization`` header: error messages are redacted, headers are never
 logged and the client's ``repr`` leaves the key out.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clapcap.llm.errors import LLMError, LLMResponseError
+from clapcap.llm.errors import EndpointUnreachable, LLMError, LLMResponseError
 from clapcap.llm.secrets import SecretStr
 
 logger = logging.getLogger(__name__)
@@ -31,6 +35,8 @@ Message = dict[str, Any]
 
 _TRANSIENT = (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException,
               json.JSONDecodeError)
+
+DEFAULT_MAX_CONNECTION_FAILURES = 3
 
 
 @dataclass
@@ -59,13 +65,16 @@ class _Failure:
     retryable: bool
     detail: str = ""
     retry_after: str | None = None
+    no_connection: bool = False  # no HTTP answer at all (refused, reset, unknown host)
 
 
 class ChatClient:
     """POSTs chat requests to ``{base_url}/chat/completions``.
 
     ``model`` is the model :meth:`complete` asks; :meth:`send` takes a whole request
-    body, model included.
+    body, model included. ``max_connection_failures`` consecutive attempts without any
+    HTTP answer (counted across requests and threads; any answer resets the count) raise
+    :class:`EndpointUnreachable`; ``0`` turns the check off.
     """
 
     def __init__(
@@ -77,9 +86,12 @@ class ChatClient:
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, found {base_url!r}")
+        if max_connection_failures < 0:
+            raise ValueError(f"max_connection_failures must be >= 0, found {max_connection_failures}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self._key = api_key
@@ -87,6 +99,9 @@ class ChatClient:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
         self.n_requests = 0
+        self.max_connection_failures = max_connection_failures
+        self.connection_failures = 0  # consecutive, across requests
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # keeps the key out of any repr or log
         return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
@@ -104,6 +119,8 @@ class ChatClient:
     def _post_once(self, body: bytes, stream: bool) -> str:
         self.n_requests += 1
         with urllib.request.urlopen(self._request(body, stream), timeout=self.timeout_s) as resp:
+            with self._lock:  # an HTTP answer: the endpoint is reachable
+                self.connection_failures = 0
             if stream:
                 return _read_stream(resp)
             return _content(json.loads(resp.read().decode("utf-8")), self.url)
@@ -117,6 +134,7 @@ class ChatClient:
         Raises:
             LLMError: on a non-retryable HTTP status or when retries are exhausted.
             LLMResponseError: when the answer is not a chat completion.
+            EndpointUnreachable: when the endpoint cannot be reached (see :meth:`send`).
         """
         return self.send({"model": self.model, "messages": list(messages),
                           "temperature": temperature, "max_tokens": max_tokens, **extra})
@@ -131,6 +149,8 @@ class ChatClient:
         Raises:
             LLMError: on a non-retryable HTTP status or when retries are exhausted.
             LLMResponseError: when the answer is not a chat completion.
+            EndpointUnreachable: after ``max_connection_failures`` consecutive attempts
+                (this request's and earlier ones') got no HTTP answer.
         """
         payload = json.dumps(body).encode("utf-8")
         who = f"model {body['model']}: " if body.get("model") else ""
@@ -140,6 +160,7 @@ class ChatClient:
                 return self._post_once(payload, bool(body.get("stream")))
             except _TRANSIENT as err:
                 fail = self._failure(err)
+            self._count_connection(fail, attempt + 1)
             if not fail.retryable or attempt == retries:
                 raise _error(f"{self.url}: {who}", fail, attempt + 1)
             wait = self.retry.delay(attempt, fail.retry_after)
@@ -148,13 +169,26 @@ class ChatClient:
             self._sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
+    def _count_connection(self, fail: _Failure, attempts: int) -> None:
+        """Count consecutive attempts without an HTTP answer; raise when there are too many."""
+        with self._lock:
+            self.connection_failures = self.connection_failures + 1 if fail.no_connection else 0
+            count = self.connection_failures
+        if fail.no_connection and 0 < self.max_connection_failures <= count:
+            raise EndpointUnreachable(
+                f"{self.url}: endpoint unreachable: {count} consecutive connection failures "
+                f"(last: {fail.reason}); check the base URL and that the server is running, "
+                "then rerun (finished work is kept)",
+                reason=fail.reason, attempts=attempts, retryable=False)
+
     def _failure(self, err: Exception) -> _Failure:
         if isinstance(err, urllib.error.HTTPError):
             detail = self._redact(err.read().decode("utf-8", "replace")[:200])
             retry_after = err.headers.get("Retry-After") if err.headers else None
             return _Failure(f"HTTP {err.code}", err.code in RETRY_STATUS, detail, retry_after)
         reason = getattr(err, "reason", None) or err
-        return _Failure(self._redact(f"{type(err).__name__}: {reason}"), True)
+        no_connection = isinstance(err, urllib.error.URLError | ConnectionError)
+        return _Failure(self._redact(f"{type(err).__name__}: {reason}"), True, no_connection=no_connection)
 
 
 def _error(prefix: str, fail: _Failure, attempts: int) -> LLMError:

@@ -33,3 +33,9 @@ class MissingKeyError(LLMError, ValueError):
     """
 
     exit_code = USAGE
+
+
+class EndpointUnreachable(LLMError):
+    """No connection to the endpoint after several consecutive attempts (refused, reset,
+    unresolvable host, connect timeout); the message names the URL. Raised at once
+    instead of failing every remaining item one by one."""

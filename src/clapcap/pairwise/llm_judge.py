@@ -12,7 +12,9 @@ Each judge (one model) sees every item once, captions in the order given by
 human vote, with the pool's name. A malformed answer is asked again up to
 ``max_answer_attempts`` times, then recorded as a failure (never as a vote). Transport
 errors (timeouts, HTTP 429 and 5xx) are retried with exponential backoff by the shared
-:class:`clapcap.llm.ChatClient`. The API key comes from the environment or a ``.env``
+:class:`clapcap.llm.ChatClient`; an endpoint that cannot be reached at all stops the run
+with :class:`~clapcap.llm.EndpointUnreachable` after ``max_connection_failures``
+consecutive connection failures, instead of failing every item in turn. The API key comes from the environment or a ``.env``
 file and is never logged or written anywhere.
 """
 
@@ -31,7 +33,15 @@ from typing import Any, Literal
 import pandas as pd
 
 from clapcap.llm import ChatClient as LLMChatClient
-from clapcap.llm import LLMError, LLMResponseError, RetryPolicy, SecretStr, require_api_key
+from clapcap.llm import (
+    EndpointUnreachable,
+    LLMError,
+    LLMResponseError,
+    RetryPolicy,
+    SecretStr,
+    require_api_key,
+)
+from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
 from clapcap.pairwise.pairs import read_pairs
 from clapcap.pairwise.store import VoteStore, derandomize, shown_order
 from clapcap.utils.io import atomic_path
@@ -63,6 +73,7 @@ class JudgeConfig:
     max_retries: int = 4
     backoff_s: float = 1.0
     timeout_s: float = 60.0
+    max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 
@@ -88,10 +99,12 @@ class ChatClient:
 
     def __init__(self, base_url: str, *, api_key: str | SecretStr, timeout_s: float = 60.0,
                  max_retries: int = 4, backoff_s: float = 1.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES) -> None:
         key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
         retry = RetryPolicy(max_retries, backoff_s, max_backoff_s=math.inf)
-        self._chat = LLMChatClient(base_url, api_key=key, timeout_s=timeout_s, retry=retry, sleep=sleep)
+        self._chat = LLMChatClient(base_url, api_key=key, timeout_s=timeout_s, retry=retry, sleep=sleep,
+                                   max_connection_failures=max_connection_failures)
         self.url = self._chat.url
 
     def __repr__(self) -> str:  # keeps the key out of any repr or log
@@ -103,6 +116,7 @@ class ChatClient:
         Raises:
             ChatError: on a non-retryable HTTP status, or when every retry failed.
             LLMResponseError: (a ChatError) when the answer is not a chat completion.
+            EndpointUnreachable: (a ChatError) after consecutive connection failures.
         """
         return self._chat.send({"model": model, "messages": messages, **params})
 
@@ -177,13 +191,15 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
 
     Raises:
         ValueError: when no API key is found (and no client is given).
+        EndpointUnreachable: when the endpoint cannot be reached (``max_connection_failures``
+            consecutive connection failures); the votes stored so far are kept.
     """
     items = read_pairs(pairs)
     store = VoteStore(db)
     if client is None:
         client = ChatClient(cfg.base_url, api_key=require_api_key(cfg.api_key_env, cfg.dotenv or None),
                             timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
-                            backoff_s=cfg.backoff_s)
+                            backoff_s=cfg.backoff_s, max_connection_failures=cfg.max_connection_failures)
     counts = {"pool": cfg.pool, "votes": 0, "failures": 0, "skipped": 0}
     for model in cfg.models:
         done = store.voted_items(model)
@@ -193,6 +209,9 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
                 continue
             try:
                 choice, order, error = judge_item(client, cfg, model, item)
+            except EndpointUnreachable:
+                logger.error("judge pool %s stopped: %s so far", cfg.pool, counts)
+                raise
             except (ChatError, FileNotFoundError) as err:
                 choice, order, error = None, "", str(err)
             if choice is None:

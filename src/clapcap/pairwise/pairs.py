@@ -3,7 +3,10 @@
 A *pairs file* (CSV) has one row per item with the columns ``item_id``, ``pair_id``,
 ``clip_id``, ``system_a``, ``system_b``, ``caption_a``, ``caption_b``, ``reference``
 (the first reference caption of the clip, which text judges see) and ``audio_path``
-(may be empty when the split gives none; the rating page then shows no player).
+(may be empty when the split gives none: text judges can still vote, but the rating
+page refuses such a file). An ``audio_path`` that names no file is refused by
+:func:`make_pairs` and :func:`read_pairs`, with the file line of the clip (1-based, the
+header is line 1).
 
 Every unordered pair of systems is compared on every clip that all systems captioned.
 The system order inside a pair is alphabetical, so ``pair_id`` does not depend on the
@@ -52,6 +55,8 @@ def read_reference(path: str | Path) -> pd.DataFrame:
     """Read a split CSV (``clip_id``, ``caption``, optional ``audio_path``): one row per clip.
 
     Several rows per clip are several references; the first is kept as the clip's reference.
+    The result has the columns ``caption``, ``audio_path`` (absolute, or ``""``) and
+    ``line`` (the file line of the clip's first row); ``attrs["origin"]`` is the path.
 
     Raises:
         FileNotFoundError: when the file is missing.
@@ -75,7 +80,18 @@ def read_reference(path: str | Path) -> pd.DataFrame:
     root = path.parent
     df["audio_path"] = [str((root / p).resolve()) if p and not Path(p).is_absolute() else p
                         for p in df["audio_path"]]
-    return df.groupby("clip_id", sort=True).first()[["caption", "audio_path"]]
+    df["line"] = [file_line(df, i) for i in range(len(df))]
+    out = df.groupby("clip_id", sort=True).first()[["caption", "audio_path", "line"]]
+    out.attrs["origin"] = str(path)
+    return out
+
+
+def first_missing_audio(paths: list[str]) -> int | None:
+    """The index of the first non-empty audio path that is not a file, else None."""
+    for i, path in enumerate(paths):
+        if path and not Path(path).is_file():
+            return i
+    return None
 
 
 def make_pairs(predictions: Mapping[str, Mapping[str, str]], reference: pd.DataFrame, *,
@@ -94,7 +110,8 @@ def make_pairs(predictions: Mapping[str, Mapping[str, str]], reference: pd.DataF
         The pairs DataFrame (columns :data:`PAIR_COLUMNS`).
 
     Raises:
-        ValueError: with fewer than two systems, a reserved system name, or no common clip.
+        ValueError: with fewer than two systems, a reserved system name, no common clip,
+            or a kept clip whose ``audio_path`` names no file (with the split's line).
     """
     systems = dict(predictions)
     if include_reference:
@@ -111,6 +128,7 @@ def make_pairs(predictions: Mapping[str, Mapping[str, str]], reference: pd.DataF
     clips_sorted = sorted(clips)
     if n_clips is not None and n_clips < len(clips_sorted):
         clips_sorted = sorted(random.Random(seed).sample(clips_sorted, n_clips))
+    _check_reference_audio(reference, clips_sorted)
     rows = []
     for a, b in itertools.combinations(sorted(systems), 2):
         pair_id = make_pair_id(a, b)
@@ -124,6 +142,17 @@ def make_pairs(predictions: Mapping[str, Mapping[str, str]], reference: pd.DataF
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
 
 
+def _check_reference_audio(reference: pd.DataFrame, clips: list[str]) -> None:
+    kept = reference.loc[clips]
+    i = first_missing_audio(list(kept["audio_path"]))
+    if i is not None:
+        where = reference.attrs.get("origin", "reference split")
+        if "line" in kept.columns:
+            where += f": row {kept['line'].iloc[i]}"
+        raise ValueError(f"{where}: clip {kept.index[i]!r}: audio file {kept['audio_path'].iloc[i]} "
+                         "not found; fix audio_path, or leave it empty for a text-only study")
+
+
 def write_pairs(pairs: pd.DataFrame, path: str | Path) -> Path:
     """Atomically write a pairs CSV. Returns the path."""
     with atomic_path(path) as tmp:
@@ -131,22 +160,42 @@ def write_pairs(pairs: pd.DataFrame, path: str | Path) -> Path:
     return Path(path)
 
 
-def read_pairs(path: str | Path) -> pd.DataFrame:
+def read_pairs(path: str | Path, *, require_audio: bool = False) -> pd.DataFrame:
     """Read a pairs CSV written by :func:`write_pairs`.
+
+    Args:
+        require_audio: refuse rows with an empty ``audio_path`` too (the rating page,
+            where people must hear the clip).
 
     Raises:
         FileNotFoundError: when the file is missing.
-        RatingsError: on a missing column or a duplicated ``item_id``.
+        RatingsError: on a missing column, a duplicated ``item_id``, or an ``audio_path``
+            that names no file (or is empty, with ``require_audio``), naming the file line.
     """
     path = Path(path)
     df = read_text_table(path, "pairs file")
     missing = missing_columns(df, PAIR_COLUMNS)
     if missing:
         raise RatingsError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(PAIR_COLUMNS)}")
+    lines = [file_line(df, i) for i in range(len(df))]
     dup = df.duplicated("item_id").to_numpy().nonzero()[0]
     if dup.size:
-        raise RatingsError(f"{path}: row {file_line(df, int(dup[0]))}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
+        raise RatingsError(f"{path}: row {lines[dup[0]]}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
+    _check_pairs_audio(df, lines, path, require_audio)
     return df
+
+
+def _check_pairs_audio(df: pd.DataFrame, lines: list[int], path: Path, require_audio: bool) -> None:
+    if require_audio:
+        empty = (df["audio_path"].str.strip() == "").to_numpy().nonzero()[0]
+        if empty.size:
+            i = int(empty[0])
+            raise RatingsError(f"{path}: row {lines[i]}: clip {df['clip_id'].iloc[i]!r} has no audio_path; "
+                               f"the rating page needs every clip's audio ({empty.size} such rows)")
+    i = first_missing_audio(list(df["audio_path"]))
+    if i is not None:
+        raise RatingsError(f"{path}: row {lines[i]}: clip {df['clip_id'].iloc[i]!r}: audio file "
+                           f"{df['audio_path'].iloc[i]} not found")
 
 
 def build_pairs_file(prediction_files: Mapping[str, str | Path], reference: str | Path,

@@ -6,15 +6,20 @@ Routes:
 - ``GET /rate?rater=ID``: the rater's next unrated item: the clip's audio player and the
   two captions in a random order, with the question "Which caption is more accurate
   (less wrong)?". When every item is rated it says so.
-- ``POST /vote`` (form fields ``rater``, ``item_id``, ``choice`` = ``1`` or ``2``): stores
-  the vote de-randomised to ``A``/``B`` with the order shown, then redirects to the next
-  item.
-- ``GET /audio/CLIP_ID``: the clip's audio file (only files named in the pairs file).
+- ``POST /vote`` (form fields ``rater``, ``item_id``, ``choice`` = ``1``, ``2`` or ``tie``):
+  stores the vote de-randomised to ``A``/``B``/``tie`` with the order shown, then redirects
+  to the next item. A refused vote gets 400 (409 for a second, different vote on the same
+  item) and a page that says why.
+- ``GET /audio/CLIP_ID``: the clip's audio file (only files named in the pairs file), with
+  single byte ranges (``Range: bytes=a-b``, ``a-``, ``-n``: 206, or 416 when unsatisfiable)
+  so that the player can seek.
 - ``GET /progress?rater=ID``: JSON ``{"rater", "done", "total"}``.
 
 The order shown and the item sequence are derived from ``(seed, rater, item_id)``, so a
 rater who reloads or comes back after a restart sees the same order, and resumes at
 their first unrated item (votes live in :class:`~clapcap.pairwise.store.VoteStore`).
+The pairs file is checked when the server is built: every item needs an existing audio
+file, so nobody votes on a clip they could not hear.
 """
 
 from __future__ import annotations
@@ -39,11 +44,22 @@ from clapcap.pairwise.store import VoteStore, derandomize, shown_order
 logger = logging.getLogger(__name__)
 
 _RATER = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_RATER_RULE = "letters, digits, _ . @ -, at most 64"
+SHOWN_CHOICES = ("1", "2", "tie")
+_BYTES_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 QUESTION = "Which caption is more accurate (less wrong) for this clip?"
 
 _STYLE = ("body{font-family:sans-serif;max-width:46em;margin:2em auto;padding:0 1em}"
           ".caption{border:1px solid #999;border-radius:6px;padding:1em;margin:1em 0}"
           "button{font-size:1.1em;padding:.5em 1.5em;margin-right:1em}")
+
+
+class VoteRefused(ValueError):
+    """A vote the server does not store; the message says why, ``status`` is the HTTP code."""
+
+    def __init__(self, message: str, status: int = HTTPStatus.BAD_REQUEST) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _page(title: str, body: str) -> bytes:
@@ -77,17 +93,31 @@ class RatingApp:
         return None, len(done)
 
     def vote(self, rater: str, item_id: str, shown_choice: str) -> bool:
-        """Store a vote given as the position picked. Returns True when it was new.
+        """Store a vote given as the position picked (``1``, ``2`` or ``tie``).
+
+        Returns:
+            True when it was new; False for a repeat of the same vote (a double click).
 
         Raises:
-            KeyError: for an unknown item.
-            ValueError: for an unknown choice.
+            VoteRefused: naming why (unknown item or choice, or a different second vote
+                of the rater on the item, which would not be stored).
         """
+        if item_id not in self.items.index:
+            raise VoteRefused(f"unknown item_id {item_id!r}: not in the pairs file")
+        if shown_choice not in SHOWN_CHOICES:
+            raise VoteRefused(f"unknown choice {shown_choice!r}: expected one of {', '.join(SHOWN_CHOICES)}")
         row = self.items.loc[item_id]
         order = shown_order(self.seed, rater, item_id)
-        return self.store.record_vote(item_id=item_id, rater=rater, pool=self.pool,
-                                      pair_id=row["pair_id"], choice=derandomize(shown_choice, order),
-                                      shown_order=order, shown_choice=shown_choice)
+        choice = derandomize(shown_choice, order)
+        new = self.store.record_vote(item_id=item_id, rater=rater, pool=self.pool,
+                                     pair_id=row["pair_id"], choice=choice,
+                                     shown_order=order, shown_choice=shown_choice)
+        if not new:
+            first = self.store.vote_of(item_id, rater)
+            if first is not None and first != choice:
+                raise VoteRefused(f"duplicate vote: rater {rater!r} already voted on item {item_id!r}; "
+                                  "the first vote stands", HTTPStatus.CONFLICT)
+        return new
 
     def rate_page(self, rater: str) -> bytes:
         """HTML of the rater's next item (or the done page)."""
@@ -109,7 +139,8 @@ class RatingApp:
                 f"<input type='hidden' name='rater' value='{html.escape(rater, quote=True)}'>"
                 f"<input type='hidden' name='item_id' value='{html.escape(item_id, quote=True)}'>"
                 "<button id='choose-1' name='choice' value='1'>Caption 1</button>"
-                "<button id='choose-2' name='choice' value='2'>Caption 2</button></form>")
+                "<button id='choose-2' name='choice' value='2'>Caption 2</button>"
+                "<button id='choose-tie' name='choice' value='tie'>Equally accurate</button></form>")
         return _page("Pairwise rating", body)
 
 
@@ -119,11 +150,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
         logger.debug("%s %s", self.address_string(), format % args)
 
-    def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8") -> None:
+    def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8",
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -149,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
             rater = self._rater(query)
             if rater is None:
                 self._send(HTTPStatus.BAD_REQUEST, _page("Error", "<p>Invalid or missing rater id "
-                           "(letters, digits, _ . @ -, at most 64).</p>"))
+                           f"({_RATER_RULE}).</p>"))
             elif url.path == "/rate":
                 self._send(HTTPStatus.OK, self.app.rate_page(rater))
             else:
@@ -167,7 +201,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NOT_FOUND, b"no audio", "text/plain")
             return
         ctype = mimetypes.guess_type(path)[0] or "application/octet-stream"
-        self._send(HTTPStatus.OK, Path(path).read_bytes(), ctype)
+        size = Path(path).stat().st_size
+        try:
+            span = byte_range(self.headers.get("Range"), size)
+        except ValueError:
+            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if span is None:
+            self._send(HTTPStatus.OK, Path(path).read_bytes(), ctype, {"Accept-Ranges": "bytes"})
+            return
+        start, end = span
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            body = fh.read(end - start + 1)
+        self._send(HTTPStatus.PARTIAL_CONTENT, body, ctype,
+                   {"Accept-Ranges": "bytes", "Content-Range": f"bytes {start}-{end}/{size}"})
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         if urlsplit(self.path).path != "/vote":
@@ -175,15 +226,60 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length") or 0)
         form = parse_qs(self.rfile.read(min(length, 65536)).decode("utf-8", "replace"))
-        rater = self._rater(form)
-        item_id = (form.get("item_id") or [""])[0]
-        choice = (form.get("choice") or [""])[0]
-        if rater is None or item_id not in self.app.items.index or choice not in ("1", "2"):
-            self._send(HTTPStatus.BAD_REQUEST, _page("Error", "<p>Bad vote.</p>"))
+        try:
+            rater = _form_rater(form)
+            item_id = _form_field(form, "item_id")
+            new = self.app.vote(rater, item_id, _form_field(form, "choice"))
+        except VoteRefused as err:
+            logger.info("vote refused: %s", err)
+            self._send(err.status, _page("Bad vote", f"<p id='error'>Bad vote: {html.escape(str(err))}.</p>"))
             return
-        new = self.app.vote(rater, item_id, choice)
         logger.info("vote rater=%s item=%s new=%s", rater, item_id, new)
         self._redirect(f"/rate?rater={quote(rater)}")
+
+
+def _form_field(form: dict[str, list[str]], name: str) -> str:
+    value = (form.get(name) or [""])[0]
+    if not value:
+        raise VoteRefused(f"missing {name}")
+    return value
+
+
+def _form_rater(form: dict[str, list[str]]) -> str:
+    rater = _form_field(form, "rater").strip()
+    if not _RATER.match(rater):
+        raise VoteRefused(f"invalid rater id {rater[:80]!r} ({_RATER_RULE})")
+    return rater
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The inclusive ``(first, last)`` byte span that a ``Range`` header asks of a ``size``-byte file.
+
+    Single ranges only: ``bytes=a-b``, ``bytes=a-`` and ``bytes=-n`` (the last ``n`` bytes).
+
+    Returns:
+        The span, or None to send the whole file: no header, another unit, several
+        ranges, or a header that does not parse (RFC 9110 lets a server ignore those).
+
+    Raises:
+        ValueError: when the range is unsatisfiable (starts at or past the end, or asks
+            for the last 0 bytes): answer 416.
+    """
+    match = _BYTES_RANGE.match((header or "").strip())
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.group(1), match.group(2)
+    if first == "":  # suffix: the last n bytes
+        n = int(last)
+        if n == 0 or size == 0:
+            raise ValueError(f"unsatisfiable range {header!r} of {size} bytes")
+        return max(0, size - n), size - 1
+    start = int(first)
+    if last != "" and int(last) < start:
+        return None  # syntactically invalid: ignored
+    if start >= size:
+        raise ValueError(f"unsatisfiable range {header!r} of {size} bytes")
+    return start, size - 1 if last == "" else min(int(last), size - 1)
 
 
 def make_server(pairs: str | Path, db: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
@@ -194,9 +290,10 @@ def make_server(pairs: str | Path, db: str | Path, *, host: str = "127.0.0.1", p
         The server; call ``serve_forever()`` and later ``shutdown()`` / ``server_close()``.
 
     Raises:
-        FileNotFoundError, RatingsError: when the pairs file is missing or malformed.
+        FileNotFoundError, RatingsError: when the pairs file is missing or malformed, or
+            an item's audio file is missing (the error names the file line).
     """
-    app = RatingApp(read_pairs(pairs), VoteStore(db), pool=pool, seed=seed)
+    app = RatingApp(read_pairs(pairs, require_audio=True), VoteStore(db), pool=pool, seed=seed)
     handler = type("RatingHandler", (_Handler,), {"app": app})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True

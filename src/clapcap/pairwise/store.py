@@ -1,7 +1,9 @@
 """SQLite store of pairwise votes: one committed row per vote, safe across restarts.
 
-The database runs in WAL mode and every vote is committed on its own, so a crash or a
-restart of the rating server loses nothing that a rater saw confirmed. A vote is keyed
+The database runs in WAL mode and every vote is committed on its own (a transaction, so
+a row is stored whole or not at all) before the server answers. ``synchronous=FULL``
+syncs the WAL at each commit: a killed server (``kill -9``, tested) and also a power
+loss keep every vote a rater saw confirmed. A vote is keyed
 by ``(item_id, rater)``: a second vote of the same rater on the same item (a double click,
 a resubmitted form) is ignored, which also makes rater sessions resumable. LLM judges
 write to the same store (``pool`` tells them apart) and record failed judgements in the
@@ -94,7 +96,9 @@ class VoteStore:
         # One short-lived connection per operation: safe from any server thread.
         conn = sqlite3.connect(self.path, timeout=30.0)
         try:
-            conn.execute("PRAGMA synchronous=NORMAL")
+            # FULL: each commit is synced to disk before the rater sees it confirmed
+            # (NORMAL in WAL mode survives a killed process but not a power loss).
+            conn.execute("PRAGMA synchronous=FULL")
             with conn:  # commits on success, rolls back on error
                 yield conn
         finally:
@@ -128,6 +132,13 @@ class VoteStore:
         with self._connect() as conn:
             conn.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?)",
                          (item_id, rater, pool, pair_id, error[:2000], time.time()))
+
+    def vote_of(self, item_id: str, rater: str) -> str | None:
+        """The stored choice (``A``/``B``/``tie``) of ``rater`` on ``item_id``, or None."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT choice FROM votes WHERE item_id = ? AND rater = ?",
+                               (item_id, rater)).fetchone()
+        return row[0] if row else None
 
     def voted_items(self, rater: str) -> set[str]:
         """Item ids that ``rater`` has voted on."""

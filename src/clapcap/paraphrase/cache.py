@@ -2,8 +2,9 @@
 
 Each line is one finished call: ``{"key", "step", "model", "caption", "status", "value",
 "raw", "error"}``. A rerun reads the file and skips every key already present, so an
-interrupted run never pays twice; a half-written last line (a crash mid-write) is
-ignored with a warning.
+interrupted run never pays twice (a ``kill -9`` test checks it). A half-written last
+line (a crash mid-write) is removed and its call redone; any other unreadable line is
+ignored with a warning (:mod:`clapcap.llm.jsonl`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any
+
+from clapcap.llm.jsonl import append_record, read_records
 
 logger = logging.getLogger(__name__)
 
@@ -36,18 +38,13 @@ class JsonlCache:
         self._load()
 
     def _load(self) -> None:
-        if not self.path.is_file():
-            return
-        with self.path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                    self._records[rec["key"]] = rec
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    logger.warning("%s: line %d is not a cache record; ignored", self.path, lineno)
-        logger.info("cache %s: %d records", self.path, len(self._records))
+        for lineno, rec in read_records(self.path):
+            if not isinstance(rec.get("key"), str):
+                logger.warning("%s: line %d is not a cache record (no key); ignored", self.path, lineno)
+                continue
+            self._records[rec["key"]] = rec
+        if self.path.is_file():
+            logger.info("cache %s: %d records", self.path, len(self._records))
 
     def __len__(self) -> int:
         return len(self._records)
@@ -57,12 +54,7 @@ class JsonlCache:
         return self._records.get(key)
 
     def put(self, record: dict[str, Any]) -> None:
-        """Append ``record`` (which must hold ``key``) and flush it to disk."""
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True)
+        """Append ``record`` (which must hold ``key``) and sync it to disk."""
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_record(self.path, record, sort_keys=True)
             self._records[record["key"]] = record

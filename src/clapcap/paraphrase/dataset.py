@@ -16,6 +16,7 @@ import pandas as pd
 
 from clapcap.data.manifest import ManifestError, write_manifest
 from clapcap.data.prepare import load_dataset
+from clapcap.llm import LLMError
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
 from clapcap.utils.io import write_json
 
@@ -69,6 +70,13 @@ def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool) -> tuple[pd.
         out[col] = [[results[c].views[view] for c in caps] for caps in df["captions"]]
     failures = [{"caption": r.caption, "view": v, "error": e}
                 for r in results.values() for v, e in r.errors.items()]
+    if results and len(failures) == len(results) * len(VIEW_COLUMNS):
+        raise LLMError(
+            f"paraphrase: no usable output: all {len(failures)} views of {len(results)} unique "
+            f"caption(s) failed (model {params.model} at {params.base_url}; first error: "
+            f"{failures[0]['error'][:300]}). Failures are cached in {params.cache_path}: fix the "
+            "endpoint or the prompt, then rerun with llm.retry_failed: true",
+            reason="no usable output")
     stats = {"n_unique_captions": len(results), "n_failed_views": len(failures),
              "n_rewritten_views": sum(sum(r.rewritten.values()) for r in results.values()),
              "failures": failures[:200]}
@@ -83,7 +91,9 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
 
     Raises:
         ManifestError: when the corpus backend finds missing or misaligned views.
-        LLMError: when the LLM endpoint keeps failing (rerun to resume from the cache).
+        LLMError: when the LLM endpoint keeps failing (rerun to resume from the cache), or
+            when every view failed (no usable output; nothing is written). Some failed
+            views are not an error: they are ``null`` and counted in the report.
     """
     ds = load_dataset(params.dataset_dir)
     df = ds.manifest[ds.manifest["split"].isin(params.splits)].reset_index(drop=True)

@@ -9,6 +9,9 @@ Failure handling:
 
 - rate limits and transient errors: retried with backoff by :class:`ChatClient`; when
   they persist the run stops (:class:`LLMError`) and a rerun resumes from the cache;
+- an endpoint that cannot be reached: the run stops with :class:`EndpointUnreachable`
+  after ``max_connection_failures`` consecutive connection failures (pending captions
+  are cancelled, not each tried in turn);
 - a malformed answer: asked again ``malformed_retries`` times, then recorded as failed.
   A failed view is written as ``null`` in the output manifest, never as a paraphrase.
 """
@@ -16,12 +19,14 @@ Failure handling:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from clapcap.llm import ChatClient, LLMResponseError, Message, RetryPolicy, resolve_api_key
+from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
 from clapcap.paraphrase.cache import JsonlCache, cache_key
 from clapcap.paraphrase.prompts import (
     PROMPT_VERSION,
@@ -52,6 +57,7 @@ class LLMParams:
     max_retries: int = 5
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
+    max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES  # 0: never stop early
     malformed_retries: int = 2
     correction: bool = True
     retry_failed: bool = False
@@ -73,7 +79,8 @@ def build_client(params: LLMParams) -> ChatClient:
     """A :class:`ChatClient` for ``params`` with the API key from the environment or ``.env``."""
     key = resolve_api_key(params.api_key_env, params.env_file or None)
     retry = RetryPolicy(params.max_retries, params.backoff_s, params.max_backoff_s)
-    return ChatClient(params.base_url, params.model, api_key=key, timeout_s=params.timeout_s, retry=retry)
+    return ChatClient(params.base_url, params.model, api_key=key, timeout_s=params.timeout_s, retry=retry,
+                      max_connection_failures=params.max_connection_failures)
 
 
 class LLMParaphraser:
@@ -142,12 +149,36 @@ class LLMParaphraser:
         return out
 
     def paraphrase_many(self, captions: list[str], *, progress: bool = False) -> dict[str, ParaphraseResult]:
-        """Paraphrase unique ``captions`` with ``workers`` threads; returns caption -> result."""
+        """Paraphrase unique ``captions`` with ``workers`` threads; returns caption -> result.
+
+        Raises:
+            LLMError: from the first caption whose call failed for good; no caption starts
+                after that (finished calls are in the cache, so a rerun resumes).
+        """
         unique = list(dict.fromkeys(captions))
-        with ThreadPoolExecutor(max_workers=max(1, self.params.workers)) as pool:
-            results = pool.map(self.paraphrase, unique)
+        stop = threading.Event()
+
+        def work(caption: str) -> ParaphraseResult:
+            if stop.is_set():  # an earlier caption failed: do not call the endpoint again
+                raise _Skipped(caption)
+            try:
+                return self.paraphrase(caption)
+            except Exception:
+                stop.set()
+                raise
+
+        pool = ThreadPoolExecutor(max_workers=max(1, self.params.workers))
+        try:
+            # Tasks start in order, so the first error met in order is a real one, not a skip.
+            results = pool.map(work, unique)
             if progress:
                 from tqdm.auto import tqdm
 
                 results = tqdm(results, total=len(unique), desc="paraphrase", unit="caption")
             return dict(zip(unique, results, strict=True))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Skipped(RuntimeError):
+    """A caption not started because an earlier one failed (never reaches the caller)."""

@@ -3,7 +3,9 @@
 Requests go to ``{base_url}/chat/completions`` with ``temperature`` 0 and ``max_tokens`` =
 ``max_new_tokens``, through the shared :class:`clapcap.llm.ChatClient`: rate limits (429),
 server errors (5xx), timeouts and connection errors are retried with exponential backoff
-(``Retry-After`` honoured); other errors stop at once. The API key comes from the
+(``Retry-After`` honoured); other errors stop at once, and so does an endpoint that
+refused ``max_connection_failures`` consecutive connections
+(:class:`~clapcap.llm.EndpointUnreachable`). The API key comes from the
 environment or a ``.env`` file and never appears in logs or error messages.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from clapcap.llm import (
     ChatClient,
+    EndpointUnreachable,
     LLMError,
     MissingKeyError,
     RetryPolicy,
@@ -72,7 +75,8 @@ class ApiCaptioner:
         self.cfg, self.gen = cfg, gen
         retry = RetryPolicy(cfg.max_retries, cfg.backoff_s, cfg.max_backoff_s)
         self._client = ChatClient(cfg.base_url, cfg.model, api_key=resolve_api_key(cfg),
-                                  timeout_s=cfg.timeout_s, retry=retry, sleep=sleep)
+                                  timeout_s=cfg.timeout_s, retry=retry, sleep=sleep,
+                                  max_connection_failures=cfg.max_connection_failures)
         self.url = self._client.url
 
     def __repr__(self) -> str:  # never show the key
@@ -99,9 +103,12 @@ class ApiCaptioner:
         Raises:
             ApiError: on a non-retryable HTTP error, an answer that is not a chat
                 completion, or when the retries are exhausted.
+            EndpointUnreachable: after consecutive connection failures (names the URL).
         """
         try:
             return self._client.send(self.body(audio_path)).strip()
+        except EndpointUnreachable:
+            raise
         except LLMError as err:
             if err.retryable:
                 raise ApiError(f"{self.url}: still failing ({err.reason}) after "

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from clapcap.evaluation.leakage import LeakageParams
+from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
 
 
 @dataclass
@@ -45,6 +46,7 @@ class ApiConfig:
     max_retries: int = 5
     backoff_s: float = 2.0
     max_backoff_s: float = 60.0
+    max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES  # consecutive; then stop (0: never)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 

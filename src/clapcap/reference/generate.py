@@ -115,7 +115,10 @@ def generate_reference(spec: ReferenceSpec, split_json: str | Path, out_dir: str
     cache = ProgressCache(dst.parent / "progress.jsonl")
     if any(c.clip_id not in cache.done for c in split.clips):
         captioner = captioner or make_captioner(spec)
-    preds = run_captioner(captioner, split, cache, batch_size=spec.generation.batch_size, progress=progress)
+    # An API request captions one clip: record each answer at once, so a kill repeats at
+    # most the one paid call in flight (batch_size is for local models).
+    batch_size = 1 if spec.backend == "openai_api" else spec.generation.batch_size
+    preds = run_captioner(captioner, split, cache, batch_size=batch_size, progress=progress)
     return write_json(dst, preds)
 
 

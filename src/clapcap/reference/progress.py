@@ -1,15 +1,17 @@
 """Per-clip progress cache: one JSON line per finished clip, appended and flushed at once.
 
 An interrupted or rate-limited run loses at most the clip in flight; a rerun reads the
-cache and skips finished clips. A truncated last line (a crash mid-write) is ignored.
+cache and skips finished clips, so no paid call is repeated (a ``kill -9`` test checks
+it). A truncated last line (a crash mid-write) is removed and its clip redone; any other
+unreadable line is ignored with a warning (:mod:`clapcap.llm.jsonl`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from pathlib import Path
+
+from clapcap.llm.jsonl import append_record, read_records
 
 logger = logging.getLogger(__name__)
 
@@ -20,28 +22,15 @@ class ProgressCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.done: dict[str, str] = {}
-        if self.path.is_file():
-            self._load()
-            if self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n"):
-                with self.path.open("a") as fh:  # close a truncated line so appends stay parseable
-                    fh.write("\n")
-
-    def _load(self) -> None:
-        for i, line in enumerate(self.path.read_text().splitlines(), start=1):
-            if not line.strip():
+        for lineno, rec in read_records(self.path):
+            if "clip_id" not in rec or not isinstance(rec.get("caption"), str):
+                logger.warning("%s: line %d has no clip_id and caption; it will be redone", self.path, lineno)
                 continue
-            try:
-                rec = json.loads(line)
-                self.done[str(rec["clip_id"])] = str(rec["caption"])
-            except (json.JSONDecodeError, KeyError, TypeError):
-                logger.warning("%s: line %d unreadable (interrupted write?), it will be redone", self.path, i)
-        logger.info("%s: %d clip(s) already done", self.path, len(self.done))
+            self.done[str(rec["clip_id"])] = rec["caption"]
+        if self.done:
+            logger.info("%s: %d clip(s) already done", self.path, len(self.done))
 
     def add(self, clip_id: str, caption: str) -> None:
         """Record one finished clip durably (write, flush, fsync)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as fh:
-            fh.write(json.dumps({"clip_id": clip_id, "caption": caption}, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_record(self.path, {"clip_id": clip_id, "caption": caption})
         self.done[clip_id] = caption
