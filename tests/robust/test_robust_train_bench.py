@@ -119,3 +119,17 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     runs = client.search_runs([client.get_experiment_by_name("t-robust").experiment_id])
     metrics = {k for r in runs for k in r.data.metrics}
     assert {"train/view2_t2a_r10", "paired/view2/t2a/r10_p", "RobustCLAP/zero_shot/a2l/map10"} <= metrics
+
+
+def test_paraphrased_dataset_records_no_absolute_path(robust_setup, tiny_corpus):
+    """dataset.json holds the audio root relative to itself, and every clip still resolves."""
+    import json
+
+    from clapcap.data.prepare import load_dataset
+
+    root, _ = robust_setup
+    info = json.loads((root / "para" / "dataset.json").read_text())
+    assert not info["root"].startswith("/")
+    ds = load_dataset(root / "para")
+    assert ds.root == tiny_corpus.resolve()
+    assert all(ds.audio_path(c).is_file() for c in ds.manifest["clip_id"][:5])

@@ -8,6 +8,7 @@ are aligned with ``captions`` (a view that the LLM failed to produce is ``null``
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -107,7 +108,10 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
     out_dir = Path(params.out_dir)
     counts = check_views(df, f"{params.dataset_dir}/manifest.csv")
     write_manifest(df, out_dir / "manifest.csv")
-    write_json(out_dir / "dataset.json", {"root": str(ds.root), "source": f"paraphrased:{params.backend}",
+    # The audio root relative to out_dir: no absolute path in a DVC output (bytes depend on
+    # content only, not on where the repository was cloned); load_dataset resolves it.
+    root = Path(os.path.relpath(ds.root.resolve(), out_dir.resolve())).as_posix()
+    write_json(out_dir / "dataset.json", {"root": root, "source": f"paraphrased:{params.backend}",
                                           "n_clips": len(df)})
     n_caps = int(sum(len(c) for c in df["captions"]))
     report = {"backend": params.backend, "n_clips": len(df), "n_captions": n_caps,
