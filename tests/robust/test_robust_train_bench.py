@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
 from clapcap.robust.config import MultiViewLossConfig, RobustBenchParams, RobustTrainParams
@@ -36,7 +37,7 @@ def robust_setup(tiny_corpus, tmp_path_factory):
 
 def _train_params(root, **kw):
     base = dict(paraphrase_dir=str(root / "para"), base_model=str(root / "base"), out_dir=str(root / "robust"),
-                epochs=1, batch_size=8, warmup_steps=1, collapse_factor=0.0, track=False,
+                epochs=1, batch_size=8, warmup_steps=1, collapse_alpha=0.0, track=False,
                 loss=MultiViewLossConfig(view2_start_epoch=1))
     return RobustTrainParams(**{**base, **kw})
 
@@ -119,3 +120,26 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     runs = client.search_runs([client.get_experiment_by_name("t-robust").experiment_id])
     metrics = {k for r in runs for k in r.data.metrics}
     assert {"train/view2_t2a_r10", "paired/view2/t2a/r10_p", "RobustCLAP/zero_shot/a2l/map10"} <= metrics
+
+
+def test_sigkill_mid_epoch_resumes_after_the_last_checkpoint_bit_for_bit(robust_setup, tmp_path, sigkill_at):
+    from clapcap.config import to_dict
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    killed = _train_params(root, out_dir=str(tmp_path / "killed"), epochs=3)
+    # 28 train clips in batches of 8: 4 steps an epoch, so step 6 is in the middle of epoch 2.
+    sigkill_at("robust", to_dict(killed), at="train_step", n=6)
+    state = torch.load(tmp_path / "killed" / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+    assert [row["epoch"] for row in state["history"]] == [1]
+    assert not (tmp_path / "killed" / "train_result.json").exists()
+
+    trained = []
+    resumed = train_robust_clap(killed, progress=False, on_epoch_end=lambda epoch, _row: trained.append(epoch))
+    assert trained == [2, 3]  # only epoch 2, in flight at the kill, is redone
+    reference = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "reference"), epochs=3),
+                                  progress=False)
+    strip = [[{k: v for k, v in row.items() if k != "seconds"} for row in r.history] for r in (resumed, reference)]
+    assert strip[0] == strip[1] and resumed.added_words == reference.added_words
+    weights = [(tmp_path / name / "model" / "model.safetensors").read_bytes() for name in ("killed", "reference")]
+    assert weights[0] == weights[1]

@@ -17,7 +17,7 @@ from clapcap.training.clap import (
 
 def _params(tmp_path, tiny_corpus, **kw):
     base = dict(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
-                warmup_steps=2, collapse_factor=0.0, track=False)
+                warmup_steps=2, collapse_alpha=0.0, track=False)
     return TrainClapParams(**{**base, **kw})
 
 

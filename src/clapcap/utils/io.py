@@ -80,3 +80,22 @@ def write_bytes_atomic(path: str | Path, writer: Callable[[BinaryIO], None]) -> 
     with atomic_path(path) as tmp, tmp.open("wb") as fh:
         writer(fh)
     return Path(path)
+
+
+def remove_stale_temps(path: str | Path) -> int:
+    """Delete the temporary files that :func:`atomic_path` left beside ``path`` when its
+    process was killed before the rename (SIGKILL skips ``finally``). Call it only where a
+    single process writes ``path``.
+
+    Returns:
+        The number of files removed.
+    """
+    import glob
+
+    path = Path(path)
+    if not path.parent.is_dir():
+        return 0
+    stale = list(path.parent.glob(f".{glob.escape(path.name)}.*.tmp{glob.escape(path.suffix)}"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return len(stale)
