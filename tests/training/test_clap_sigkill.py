@@ -11,7 +11,7 @@ from clapcap.training.clap import train_clap
 
 def _params(tmp_path, tiny_corpus, name: str) -> TrainClapParams:
     return TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / name), epochs=4, batch_size=8,
-                           warmup_steps=2, collapse_alpha=0.0, track=False, torch_threads=1)
+                           warmup_steps=2, track=False, torch_threads=1)
 
 
 def _history(res) -> list[dict]:

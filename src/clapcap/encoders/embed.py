@@ -111,12 +111,16 @@ def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: i
 
 def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
                   caption_column: str = "captions", max_clips: int | None = None, save_frames: bool = False,
-                  progress: bool = True, encoder: AudioEncoder | None = None) -> Path:
+                  progress: bool = True, encoder: AudioEncoder | None = None,
+                  partial_root: str | Path | None = None) -> Path:
     """Embed the clips and captions of ``split`` and write the dump to ``out_path``.
+
+    Resumes the batches a killed run finished (:mod:`clapcap.encoders.partial`).
 
     Args:
         encoder: an already built encoder for ``encoder_cfg`` (saves reloading it).
         save_frames: frame-level encoders only: also store padded frames and their mask.
+        partial_root: folder of the per-batch progress (default: the dump's folder).
 
     Returns:
         ``out_path``.
@@ -137,7 +141,7 @@ def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: st
     encoder = encoder or create_encoder(encoder_cfg)
     captions = [c for r in rows for c in r[caption_column]]
     index = np.array([i for i, r in enumerate(rows) for _ in r[caption_column]], dtype=np.int64)
-    store = BatchStore(out_path, sig)
+    store = BatchStore(out_path, sig, partial_root)
     with torch.inference_mode():
         audio, extras = _embed_audio(encoder, ds, rows, encoder_cfg.batch_size, progress,
                                      save_frames and hasattr(encoder, "embed_audio_frames"), store)
@@ -176,6 +180,8 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
     """Stage ``embed`` for one encoder x dataset: every split x caption column in ``params``.
 
     ``params`` is an :class:`~clapcap.encoders.config.EmbedParams`. The encoder is built once.
+    The per-batch progress of a killed run is kept in ``<out_dir>/.partial/<encoder>/<dataset>/``
+    (outside the stage's output folder) and removed when the dumps are written.
 
     Returns:
         The dump paths.
@@ -194,6 +200,9 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
         prepare_laion_env(cfg.hf_home or None)
     built: AudioEncoder | None = None
     paths = []
+    # Progress lives outside <out_dir>/<encoder>/<dataset>, the stage's DVC output, which DVC
+    # deletes before rerunning the stage.
+    partial_root = Path(params.out_dir) / ".partial" / encoder / dataset
     for split in params.splits:
         for column in params.caption_columns:
             out = dump_path(params.out_dir, encoder, dataset, split, column)
@@ -201,5 +210,10 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
             if not is_complete(out, sig):
                 built = built or create_encoder(cfg)
             paths.append(embed_dataset(cfg, params.datasets[dataset], split, out, caption_column=column,
-                                       progress=progress, encoder=built))
+                                       progress=progress, encoder=built, partial_root=partial_root))
+    for folder in (partial_root, partial_root.parent, partial_root.parent.parent):  # empty once all are done
+        try:
+            folder.rmdir()
+        except OSError:  # missing, or still holding another stage's progress
+            logger.debug("%s kept", folder)
     return paths

@@ -1,8 +1,9 @@
 """Per-batch progress of an embedding dump, so that a killed run resumes where it stopped.
 
 While ``<dir>/<name>.npz`` is being computed, each finished batch is written atomically
-(temporary file + rename) to ``<dir>/.<name>.npz.partial/<kind>_<batch>.npz`` beside a
-``signature.json`` naming the run. A rerun with the same signature reads the finished
+(temporary file + rename) to ``<root>/.<name>.npz.partial/<kind>_<batch>.npz`` beside a
+``signature.json`` naming the run (``root`` is ``<dir>`` unless the caller keeps progress
+elsewhere, as the DVC stage does). A rerun with the same signature reads the finished
 batches back (the arrays round-trip exactly) and computes only the rest, so a crash, even
 SIGKILL, loses at most the batch in flight. A folder written for another signature is
 discarded. The folder is removed once the dump itself has been written, so no partial
@@ -25,17 +26,19 @@ from clapcap.utils.io import atomic_path, write_json
 logger = logging.getLogger(__name__)
 
 
-def partial_dir(out_path: str | Path) -> Path:
-    """``<dir>/.<name>.partial``: where the batches of ``out_path`` are kept until it is written."""
+def partial_dir(out_path: str | Path, root: str | Path | None = None) -> Path:
+    """``<root>/.<name>.partial``: where the batches of ``out_path`` are kept until it is
+    written; ``root`` defaults to the dump's folder. A DVC stage passes a folder outside its
+    outputs, since DVC deletes a stage's outputs before it reruns the stage."""
     out_path = Path(out_path)
-    return out_path.parent / f".{out_path.name}.partial"
+    return Path(root if root is not None else out_path.parent) / f".{out_path.name}.partial"
 
 
 class BatchStore:
     """Finished batches of one dump run (see the module docstring)."""
 
-    def __init__(self, out_path: str | Path, signature: str) -> None:
-        self.folder = partial_dir(out_path)
+    def __init__(self, out_path: str | Path, signature: str, root: str | Path | None = None) -> None:
+        self.folder = partial_dir(out_path, root)
         self.signature = signature
         self.loaded = 0  # batches read back from an earlier run
         self.computed = 0  # batches computed by this run

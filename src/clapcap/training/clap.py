@@ -208,12 +208,14 @@ def _resume(checkpoint_path: Path, signature: str, model: Any, opt: Any, sched: 
 
 
 def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: float, out_dir: Path, split: str,
-                   lr: float, result: dict[str, Any], column: str = "captions") -> ChanceTest | None:
+                   lr: float, result: dict[str, Any], column: str = "captions",
+                   chance_loss: float | None = None) -> ChanceTest | None:
     """Raise unless validation text-to-audio retrieval beats chance (:func:`~clapcap.training.collapse.chance_test`).
 
     The test is the one-sided permutation test of the MRR at level ``alpha`` (0 = no check).
     A split too small for any outcome to reach ``p < alpha`` (4 clips or fewer at 0.01) is
-    not judged: a warning says so. A collapsed run writes ``result`` plus the test to
+    not judged: a warning says so. ``chance_loss`` (the training loss of uninformative
+    embeddings) sharpens the advice (:func:`~clapcap.training.collapse.collapse_advice`). A collapsed run writes ``result`` plus the test to
     ``out_dir/collapsed.json`` (so a rerun never mistakes it for a finished run: it has no
     ``train_result.json``); a passing run removes a stale ``collapsed.json``.
 
@@ -234,7 +236,7 @@ def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: floa
     elif not test.significant:
         write_json(marker, {**result, "collapse": asdict(test)})
         raise TrainingCollapsed(f"{out_dir}: training collapsed: on the {split} split, {test.describe()}. "
-                                f"{collapse_advice(result['history'], lr, split)} The weights are in "
+                                f"{collapse_advice(result['history'], lr, split, chance_loss=chance_loss)} The weights are in "
                                 f"{result['model_dir']} and the run in {marker}, for inspection.")
     else:
         logger.info("%s: %s split beats chance: %s", out_dir, split, test.describe())
@@ -327,9 +329,12 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
                                  caption_columns=[col], progress=progress) for split in ("train", cfg.eval_split))
     vocab = build_vocab((c for cs in train.captions[col] for c in cs), min_count=cfg.min_word_count)
     model, tokenizer, fe = build_tiny_clap(cfg.model, vocab, seed=cfg.seed)
-    history = fit(model, make_batches=lambda e: clap_batches(train, tokenizer, batch_size=cfg.batch_size,
-                                                             seed=cfg.seed * 1000 + e, column=col),
-                  epochs=cfg.epochs, checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
+
+    def make_batches(epoch: int) -> list[Batch]:
+        return clap_batches(train, tokenizer, batch_size=cfg.batch_size, seed=cfg.seed * 1000 + epoch, column=col)
+
+    history = fit(model, make_batches=make_batches, epochs=cfg.epochs,
+                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
                   weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, signature=sig,
                   evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
                   on_epoch_end=on_epoch_end, progress=progress)
@@ -338,8 +343,9 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=tiny_preprocessing(cfg.model))
     result = TrainClapResult(model_dir=str(model_dir), result_path=str(out_dir / RESULT), history=history,
                              val=final, seconds=time.perf_counter() - t0, signature=sig)
+    chance_loss = float(np.mean([np.log(len(b["clip_index"])) for b in make_batches(0)]))  # CLIP loss at chance
     check_collapse(model, tokenizer, val, alpha=cfg.collapse_alpha, out_dir=out_dir, split=cfg.eval_split,
-                   lr=cfg.lr, result=asdict(result), column=col)
+                   lr=cfg.lr, result=asdict(result), column=col, chance_loss=chance_loss)
     write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history), "seconds": result.seconds,
                                           "n_train_clips": len(train), "n_val_clips": len(val)})
     write_json(out_dir / RESULT, {k: v for k, v in asdict(result).items() if k != "skipped"})

@@ -113,13 +113,17 @@ def chance_test(audio: np.ndarray, text: np.ndarray, clip_index: np.ndarray, *, 
                       testable=min_p < alpha)
 
 
-def collapse_advice(history: list[dict[str, float]], lr: float, split: str) -> str:
+def collapse_advice(history: list[dict[str, float]], lr: float, split: str, *,
+                    chance_loss: float | None = None) -> str:
     """What to try after a collapse, judged from the training loss of ``history``.
 
+    ``chance_loss`` is the loss of embeddings that carry no information (for the symmetric
+    contrastive loss, the mean over batches of ln(batch size)); None when unknown.
+
     Returns:
-        One or two sentences: a loss that became non-finite or did not fall points at the
-        learning rate; a loss that fell while validation stayed at chance points at the data
-        (captions that do not describe their clips, a tiny train split) or at overfitting.
+        One or two sentences: a non-finite loss, or a loss stuck at the chance level, points
+        at the learning rate; a loss still falling at that level asks for more epochs; a loss
+        below chance while validation stays at chance points at the data or at overfitting.
     """
     losses = [float(h["loss"]) for h in history]
     if not losses:
@@ -127,12 +131,17 @@ def collapse_advice(history: list[dict[str, float]], lr: float, split: str) -> s
     if not all(math.isfinite(v) for v in losses):
         return f"The training loss became non-finite: lower the learning rate (lr {lr:g}) or raise warmup_steps."
     first, last = losses[0], losses[-1]
-    if len(losses) < 2:
-        return f"Only one epoch was trained (loss {first:.3f}): train for more epochs."
-    if last >= 0.98 * first:
-        return (f"The training loss did not fall ({first:.3f} -> {last:.3f}): lower the learning rate "
-                f"(lr {lr:g}) or raise warmup_steps (a loss stuck at a constant is the known collapse at too "
-                f"high a rate).")
-    return (f"The training loss fell ({first:.3f} -> {last:.3f}) but {split} retrieval did not: check that the "
-            f"{split} captions describe their clips and come from the same source as the train captions; with "
-            f"a small train split, add data or train fewer epochs (overfitting).")
+    falling = len(losses) >= 2 and last < 0.99 * losses[-2]
+    trend = f"training loss {first:.3f} -> {last:.3f} over {len(losses)} epoch(s)"
+    at_chance = chance_loss is not None and last >= 0.99 * chance_loss
+    if at_chance and falling:
+        return (f"The {trend} is still falling but has not gone below chance ({chance_loss:.3f}): train more "
+                f"epochs; if the loss then stays at that level, lower the learning rate (lr {lr:g}).")
+    if at_chance or (chance_loss is None and last >= 0.98 * first):
+        level = f", the chance level of the contrastive loss ({chance_loss:.3f})" if at_chance else ""
+        return (f"The {trend} is stuck{level}: lower the learning rate (lr {lr:g}) or raise warmup_steps "
+                f"(a loss stuck at chance is the known collapse at too high a rate).")
+    source = "" if split == "train" else " and come from the same source as the train captions"
+    return (f"The {trend} fell below chance but {split} retrieval did not: check that the {split} captions "
+            f"describe their clips{source}; with a small train split, add data or train fewer epochs "
+            f"(overfitting).")
