@@ -31,9 +31,15 @@ def _counting_encoder() -> tuple[object, dict[str, int]]:
 
 @pytest.fixture(scope="module")
 def reference(tiny_corpus, tmp_path_factory) -> bytes:
-    """The bytes of an uninterrupted dump of the train split."""
-    out = tmp_path_factory.mktemp("reference") / "train.npz"
-    embed_dataset(CFG, tiny_corpus, "train", out, progress=False)
+    """The bytes of an uninterrupted dump of the train split (one torch thread, as the killed runs)."""
+    import torch
+
+    out, before = tmp_path_factory.mktemp("reference") / "train.npz", torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        embed_dataset(CFG, tiny_corpus, "train", out, progress=False)
+    finally:
+        torch.set_num_threads(before)
     return out.read_bytes()
 
 
@@ -88,7 +94,8 @@ def test_progress_of_another_run_is_discarded(tiny_corpus, tmp_path):
     assert out.read_bytes() == (tmp_path / "whole.npz").read_bytes() and not partial_dir(out).exists()
 
 
-def test_embed_stage_progress_survives_dvc_deleting_its_output(tiny_corpus, tmp_path, monkeypatch, reference):
+def test_embed_stage_progress_survives_dvc_deleting_its_output(tiny_corpus, tmp_path, monkeypatch, reference,
+                                                               one_torch_thread):
     import shutil
 
     import clapcap.encoders.embed as embed

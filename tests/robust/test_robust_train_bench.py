@@ -42,7 +42,7 @@ def _train_params(root, **kw):
     return RobustTrainParams(**{**base, **kw})
 
 
-def test_train_resume_skip_and_benchmark(robust_setup, tmp_path):
+def test_train_resume_skip_and_benchmark(robust_setup, tmp_path, caplog):
     from clapcap.robust.benchmark import run_benchmark
     from clapcap.robust.train import train_robust_clap
 
@@ -55,9 +55,13 @@ def test_train_resume_skip_and_benchmark(robust_setup, tmp_path):
     train_words = set(build_vocab(t for col in ("captions", "paraphrases_v1", "paraphrases_v2")
                                   for texts in train[col] for t in texts))
     assert first.added_words and set(first.added_words) <= train_words  # train-split texts only
-    (root / "robust" / "train_result.json").unlink()  # "crash" after epoch 1: resume into epoch 2
-    second = train_robust_clap(_train_params(root, epochs=2), progress=False)
-    assert [h["epoch"] for h in second.history] == [1, 2] and second.history[0] == first.history[0]
+    (root / "robust" / "train_result.json").unlink()  # keep the 1-epoch checkpoint
+    same = train_robust_clap(_train_params(root), progress=False)  # same params: resumed, nothing to train
+    assert same.history == first.history
+    (root / "robust" / "train_result.json").unlink()
+    second = train_robust_clap(_train_params(root, epochs=2), progress=False)  # other params: trained afresh
+    assert [h["epoch"] for h in second.history] == [1, 2] and second.history[0] != first.history[0]
+    assert "belongs to another run (signature differs)" in caplog.text
     assert train_robust_clap(_train_params(root, epochs=2), progress=False).skipped
 
     params = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"),

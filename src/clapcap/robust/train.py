@@ -115,6 +115,35 @@ def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: An
     return make_batches
 
 
+# Not in the signature: they do not decide the weights (the two paths are hashed by content).
+_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model")
+
+
+def run_signature(params: RobustTrainParams) -> str:
+    """Hash of what decides the fine-tuned weights: the params and the content of the
+    paraphrase manifest and of the base model's files. A checkpoint with another signature
+    is not resumed (the checkpoint folder outlives reruns: it is a persistent DVC output).
+
+    Returns:
+        A hex digest.
+    """
+    import hashlib
+    import json
+
+    from clapcap.config import from_dict, to_dict
+
+    canonical = to_dict(from_dict(RobustTrainParams, to_dict(params)))  # typed as parsed: 1 -> 1.0 for floats
+    digest = hashlib.sha1(json.dumps({k: v for k, v in canonical.items() if k not in _UNTRACKED},
+                                     sort_keys=True, default=str).encode())
+    base = Path(params.base_model)
+    for path in [Path(params.paraphrase_dir) / "manifest.csv", *sorted(base.iterdir() if base.is_dir() else [])]:
+        if path.is_file():
+            digest.update(path.name.encode())
+            with path.open("rb") as fh:
+                digest.update(hashlib.file_digest(fh, "sha1").digest())
+    return digest.hexdigest()
+
+
 def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
     from clapcap.encoders.tiny import load_clap
 
@@ -179,7 +208,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
                   checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
                   weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
                   loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
-                  on_epoch_end=on_epoch_end, progress=progress)
+                  on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params))
     final = history[-1]
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
