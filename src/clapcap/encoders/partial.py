@@ -81,7 +81,8 @@ class BatchStore:
             np.savez(tmp, **arrays)
         self.computed += 1
 
-    def get_or_compute(self, kind: str, index: int, compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    def get_or_compute(self, kind: str, index: int,
+                       compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         """Batch ``index`` of ``kind``: read back when finished earlier, else ``compute()`` and store it."""
         arrays = self.load(kind, index)
         if arrays is None:

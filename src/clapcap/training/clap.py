@@ -215,9 +215,10 @@ def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: floa
     The test is the one-sided permutation test of the MRR at level ``alpha`` (0 = no check).
     A split too small for any outcome to reach ``p < alpha`` (4 clips or fewer at 0.01) is
     not judged: a warning says so. ``chance_loss`` (the training loss of uninformative
-    embeddings) sharpens the advice (:func:`~clapcap.training.collapse.collapse_advice`). A collapsed run writes ``result`` plus the test to
-    ``out_dir/collapsed.json`` (so a rerun never mistakes it for a finished run: it has no
-    ``train_result.json``); a passing run removes a stale ``collapsed.json``.
+    embeddings) sharpens the advice (:func:`~clapcap.training.collapse.collapse_advice`).
+    A collapsed run writes ``result`` plus the test to ``out_dir/collapsed.json`` (so a
+    rerun never mistakes it for a finished run: it has no ``train_result.json``); any other
+    outcome removes a stale ``collapsed.json``.
 
     Returns:
         The :class:`ChanceTest`, or None when ``alpha`` is 0.
@@ -225,19 +226,20 @@ def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: floa
     Raises:
         TrainingCollapsed: naming the statistic, the chance level, the p-value and advice.
     """
+    marker = out_dir / COLLAPSED
     if alpha <= 0:
+        marker.unlink(missing_ok=True)
         return None
     test = chance_test(*embed_cache(model, tokenizer, val, column=column), alpha=alpha)
-    marker = out_dir / COLLAPSED
     if not test.testable:
         logger.warning("%s: the %s split is too small to test training against chance (%d clips: the smallest "
                        "attainable p-value is not below %g); collapse check skipped. %s", out_dir, split,
                        test.n_clips, alpha, test.describe())
     elif not test.significant:
         write_json(marker, {**result, "collapse": asdict(test)})
-        raise TrainingCollapsed(f"{out_dir}: training collapsed: on the {split} split, {test.describe()}. "
-                                f"{collapse_advice(result['history'], lr, split, chance_loss=chance_loss)} The weights are in "
-                                f"{result['model_dir']} and the run in {marker}, for inspection.")
+        advice = collapse_advice(result["history"], lr, split, chance_loss=chance_loss)
+        raise TrainingCollapsed(f"{out_dir}: training collapsed: on the {split} split, {test.describe()}. {advice} "
+                                f"The weights are in {result['model_dir']} and the run in {marker}, for inspection.")
     else:
         logger.info("%s: %s split beats chance: %s", out_dir, split, test.describe())
     marker.unlink(missing_ok=True)
