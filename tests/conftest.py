@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +133,47 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture
+def sigkill_at(tmp_path):
+    """``run(kind, params, at=..., n=...) -> log``: run a stage in a subprocess
+    (tests/crash_driver.py, one torch thread), wait until it reaches the pause point ``at``
+    number ``n``, SIGKILL it there and return its log. Fails if it exits on its own."""
+
+    def run(kind: str, params: dict, *, at: str, n: int, timeout: float = 120.0) -> str:
+        marker, log = tmp_path / f".{kind}-{at}-{n}.frozen", tmp_path / f"{kind}-{at}-{n}.log"
+        spec = {"kind": kind, "params": params, "at": at, "n": n, "marker": str(marker)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT / "src"),
+                                                                      os.environ.get("PYTHONPATH")) if p)}
+        with log.open("w") as fh:
+            proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "tests" / "crash_driver.py"), json.dumps(spec)],
+                                    stdout=fh, stderr=subprocess.STDOUT, env=env)
+            try:
+                deadline = time.monotonic() + timeout
+                while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert marker.exists(), f"{kind} never reached {at} {n} (exit {proc.poll()}):\n{log.read_text()}"
+                os.kill(proc.pid, signal.SIGKILL)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL, log.read_text()
+        return log.read_text()
+
+    return run
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op torch thread for the test (as the SIGKILL driver uses), restored after:
+    runs compared bit for bit must use the same thread count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

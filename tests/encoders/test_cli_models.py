@@ -22,7 +22,7 @@ def test_cli_train_clap_and_embed_pipeline(tiny_corpus, tmp_path, monkeypatch):
     model_dir = tmp_path / "clap"
     (tmp_path / "params.yaml").write_text(
         f"train_clap:\n  dataset_dir: {tiny_corpus}\n  out_dir: {model_dir}\n  epochs: 1\n  batch_size: 8\n"
-        f"  collapse_factor: 0.0\n  track: false\n"
+        f"  track: false\n"
         f"embed:\n  out_dir: {tmp_path / 'emb'}\n  datasets: {{tiny: {tiny_corpus}}}\n  splits: [val]\n"
         f"  encoders:\n    default: {{checkpoint: {model_dir / 'model'}, batch_size: 8}}\n")
     monkeypatch.chdir(tmp_path)

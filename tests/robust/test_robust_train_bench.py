@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
 from clapcap.robust.config import MultiViewLossConfig, RobustBenchParams, RobustTrainParams
@@ -36,12 +37,12 @@ def robust_setup(tiny_corpus, tmp_path_factory):
 
 def _train_params(root, **kw):
     base = dict(paraphrase_dir=str(root / "para"), base_model=str(root / "base"), out_dir=str(root / "robust"),
-                epochs=1, batch_size=8, warmup_steps=1, collapse_factor=0.0, track=False,
+                epochs=1, batch_size=8, warmup_steps=1, track=False,
                 loss=MultiViewLossConfig(view2_start_epoch=1))
     return RobustTrainParams(**{**base, **kw})
 
 
-def test_train_resume_skip_and_benchmark(robust_setup, tmp_path):
+def test_train_resume_skip_and_benchmark(robust_setup, tmp_path, caplog):
     from clapcap.robust.benchmark import run_benchmark
     from clapcap.robust.train import train_robust_clap
 
@@ -54,9 +55,13 @@ def test_train_resume_skip_and_benchmark(robust_setup, tmp_path):
     train_words = set(build_vocab(t for col in ("captions", "paraphrases_v1", "paraphrases_v2")
                                   for texts in train[col] for t in texts))
     assert first.added_words and set(first.added_words) <= train_words  # train-split texts only
-    (root / "robust" / "train_result.json").unlink()  # "crash" after epoch 1: resume into epoch 2
-    second = train_robust_clap(_train_params(root, epochs=2), progress=False)
-    assert [h["epoch"] for h in second.history] == [1, 2] and second.history[0] == first.history[0]
+    (root / "robust" / "train_result.json").unlink()  # keep the 1-epoch checkpoint
+    same = train_robust_clap(_train_params(root), progress=False)  # same params: resumed, nothing to train
+    assert same.history == first.history
+    (root / "robust" / "train_result.json").unlink()
+    second = train_robust_clap(_train_params(root, epochs=2), progress=False)  # other params: trained afresh
+    assert [h["epoch"] for h in second.history] == [1, 2] and second.history[0] != first.history[0]
+    assert "belongs to another run (signature differs)" in caplog.text
     assert train_robust_clap(_train_params(root, epochs=2), progress=False).skipped
 
     params = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"),
@@ -119,6 +124,54 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     runs = client.search_runs([client.get_experiment_by_name("t-robust").experiment_id])
     metrics = {k for r in runs for k in r.data.metrics}
     assert {"train/view2_t2a_r10", "paired/view2/t2a/r10_p", "RobustCLAP/zero_shot/a2l/map10"} <= metrics
+
+
+def test_sigkill_mid_epoch_resumes_after_the_last_checkpoint_bit_for_bit(robust_setup, tmp_path, sigkill_at):
+    from clapcap.config import to_dict
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    killed = _train_params(root, out_dir=str(tmp_path / "killed"), epochs=3)
+    # 28 train clips in batches of 8: 4 steps an epoch, so step 6 is in the middle of epoch 2.
+    sigkill_at("robust", to_dict(killed), at="train_step", n=6)
+    state = torch.load(tmp_path / "killed" / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+    assert [row["epoch"] for row in state["history"]] == [1]
+    assert not (tmp_path / "killed" / "train_result.json").exists()
+
+    trained = []
+    resumed = train_robust_clap(killed, progress=False, on_epoch_end=lambda epoch, _row: trained.append(epoch))
+    assert trained == [2, 3]  # only epoch 2, in flight at the kill, is redone
+    reference = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "reference"), epochs=3),
+                                  progress=False)
+    strip = [[{k: v for k, v in row.items() if k != "seconds"} for row in r.history] for r in (resumed, reference)]
+    assert strip[0] == strip[1] and resumed.added_words == reference.added_words
+    weights = [(tmp_path / name / "model" / "model.safetensors").read_bytes() for name in ("killed", "reference")]
+    assert weights[0] == weights[1]
+
+
+def test_collapsed_fine_tune_raises_and_keeps_its_weights(robust_setup, tmp_path, monkeypatch, caplog):
+    import clapcap.training.clap as clap
+    from clapcap.robust.train import train_robust_clap
+    from clapcap.training.clap import TrainingCollapsed
+
+    root, _ = robust_setup
+    ok = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "ok")), progress=False)
+    assert not ok.skipped and "too small to test training against chance (4 clips" in caplog.text  # 4 val clips
+    real_fit = clap.fit
+
+    def fit_then_collapse(model, **kw):  # constant audio embeddings
+        history = real_fit(model, **kw)
+        with torch.no_grad():
+            for p in model.audio_projection.parameters():
+                p.zero_()
+        return history
+
+    monkeypatch.setattr(clap, "fit", fit_then_collapse)
+    out = tmp_path / "collapsed"
+    with pytest.raises(TrainingCollapsed, match=r"on the train split, t2a MRR .* p = 1,"):
+        train_robust_clap(_train_params(root, out_dir=str(out), eval_split="train"), progress=False)
+    assert (out / "model" / "model.safetensors").is_file() and (out / "collapsed.json").is_file()
+    assert not (out / "train_result.json").exists()
 
 
 def test_paraphrased_dataset_records_no_absolute_path(robust_setup, tiny_corpus):

@@ -17,7 +17,7 @@ from clapcap.training.clap import (
 
 def _params(tmp_path, tiny_corpus, **kw):
     base = dict(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
-                warmup_steps=2, collapse_factor=0.0, track=False)
+                warmup_steps=2, track=False)
     return TrainClapParams(**{**base, **kw})
 
 
@@ -56,10 +56,62 @@ def test_resume_after_crash(tiny_corpus, tmp_path):
     assert other.signature != res.signature
 
 
-def test_collapse_guard(tiny_corpus, tmp_path):
-    with pytest.raises(TrainingCollapsed, match="R@10 .* <= 1000.0 x chance"):
-        train_clap(_params(tmp_path, tiny_corpus, epochs=1, collapse_factor=1000.0), progress=False)
-    assert not (tmp_path / "clap" / "train_result.json").exists()
+def test_four_clip_val_split_trains_saves_and_warns_instead_of_collapsing(tiny_corpus, tmp_path, caplog):
+    # 4 val clips: chance R@10 is 1.0, and no permutation test can reach p < 0.01 (1/4! = 0.04).
+    res = train_clap(_params(tmp_path, tiny_corpus, epochs=1), progress=False)
+    assert res.val["chance@10"] == 1.0
+    assert (tmp_path / "clap" / "train_result.json").is_file() and (tmp_path / "clap" / "model").is_dir()
+    assert "too small to test training against chance (4 clips" in caplog.text
+    assert not (tmp_path / "clap" / "collapsed.json").exists()
+
+
+def test_collapsed_model_raises_keeps_weights_and_is_not_taken_as_done(tiny_corpus, tmp_path, monkeypatch):
+    import clapcap.training.clap as clap
+
+    real_fit = clap.fit
+
+    def fit_then_collapse(model, **kw):  # constant audio embeddings: every clip ties with every other
+        history = real_fit(model, **kw)
+        with torch.no_grad():
+            for p in model.audio_projection.parameters():
+                p.zero_()
+        return history
+
+    monkeypatch.setattr(clap, "fit", fit_then_collapse)
+    # 28 clips: testable; 8 epochs, so that the weights left unzeroed beat chance
+    params = _params(tmp_path, tiny_corpus, eval_split="train", epochs=8)
+    out = tmp_path / "clap"
+    with pytest.raises(TrainingCollapsed, match=r"t2a MRR 0\.036 vs chance 0\.140 over 28 clips.*p = 1,") as err:
+        train_clap(params, progress=False)
+    assert "fell below chance but train retrieval did not" in str(err.value)
+    assert "lower the learning rate" not in str(err.value)
+    assert str(out / "collapsed.json") in str(err.value)
+    assert (out / "model" / "model.safetensors").is_file()  # weights kept for inspection
+    record = json.loads((out / "collapsed.json").read_text())
+    assert record["collapse"]["p_value"] == 1.0 and len(record["history"]) == 8
+    assert not (out / "train_result.json").exists() and not (out / "metrics.json").exists()
+    with pytest.raises(TrainingCollapsed):  # a rerun is not skipped as done: it checks again
+        train_clap(params, progress=False)
+
+    monkeypatch.setattr(clap, "fit", real_fit)  # the trained (not zeroed) weights beat chance
+    res = train_clap(params, progress=False)
+    assert not res.skipped and (out / "train_result.json").is_file()
+    assert not (out / "collapsed.json").exists()
+
+
+def test_collapse_advice_follows_the_loss():
+    from clapcap.training.collapse import collapse_advice
+
+    def advice(losses, chance=2.0):
+        return collapse_advice([{"loss": v} for v in losses], 2e-3, "val", chance_loss=chance)
+
+    assert "non-finite" in advice([4.1, float("nan")])
+    stuck = advice([2.5, 2.0, 2.0])
+    assert "stuck, the chance level of the contrastive loss (2.000)" in stuck and "lower the learning rate" in stuck
+    assert "still falling" in advice([3.0, 2.5, 2.1]) and "train more epochs" in advice([3.0, 2.5, 2.1])
+    below = advice([3.0, 1.2, 1.0])
+    assert "val captions describe their clips" in below and "learning rate" not in below
+    assert "stuck" in collapse_advice([{"loss": 4.1}, {"loss": 4.1}], 2e-3, "val")  # chance loss unknown
 
 
 def test_loss_and_recall_helpers():

@@ -28,7 +28,7 @@ class TrainClapParams:
     seed: int = 0
     min_word_count: int = 1
     eval_split: str = "val"
-    collapse_factor: float = 3.0
+    collapse_alpha: float = 0.01  # permutation test vs chance (clapcap.training.collapse); 0 = off
     caption_column: str = "captions"
     register_name: str = "clapcap-default-clap"
     register_alias: str = "champion"

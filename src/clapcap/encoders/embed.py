@@ -2,7 +2,10 @@
 
 Clips are decoded and embedded in batches (bounded memory) under ``torch.inference_mode()``
 with a progress bar. A dump whose ``meta.signature`` matches the request is complete (dumps
-are written atomically) and is not recomputed.
+are written atomically, and a truncated file is never taken as complete) and is not
+recomputed. Every finished batch is kept in ``.<name>.npz.partial/``
+(:mod:`clapcap.encoders.partial`) until the dump is written, so a killed run (even
+SIGKILL) loses at most the batch in flight; the resumed dump is byte-identical.
 
 ``caption_column`` selects the text side: ``captions`` (default), or ``paraphrases_v1`` /
 ``paraphrases_v2`` for the RobustCLAP benchmark. Audio-only (frame-level) encoders write a
@@ -15,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,9 @@ import numpy as np
 
 from clapcap.config import ConfigError
 from clapcap.encoders.base import AudioEncoder, EncoderConfig, create_encoder
+from clapcap.encoders.partial import BatchStore
 from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump, save_dump
+from clapcap.utils.io import remove_stale_temps
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +45,16 @@ def _signature(cfg: EncoderConfig, dataset_dir: Path, split: str, column: str, m
 
 
 def is_complete(out_path: str | Path, signature: str) -> bool:
-    """True when ``out_path`` is a readable dump written for ``signature``."""
+    """True when ``out_path`` is a readable, valid dump written for ``signature``.
+
+    A truncated or corrupt file (no zip directory, a bad CRC, a short array) is not
+    complete: it is recomputed, never read as finished work.
+    """
     try:
         dump = load_dump(out_path)
-    except (FileNotFoundError, DumpError, ValueError, OSError):
+    except (FileNotFoundError, DumpError, ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as err:
+        if Path(out_path).exists():
+            logger.warning("%s is unreadable (%s): recomputing it", out_path, err)
         return False
     return dump.meta.get("signature") == signature
 
@@ -65,24 +77,27 @@ def _rows(dataset_dir: Path, split: str, column: str, max_clips: int | None) -> 
 
 
 def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: int, progress: bool,
-                 frames: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                 frames: bool, store: BatchStore) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     from tqdm.auto import tqdm
 
     from clapcap.data.audio import load_audio
     from clapcap.data.manifest import resolve_audio_path
 
+    def compute(batch: list[dict]) -> dict[str, np.ndarray]:
+        waves = [load_audio(resolve_audio_path(ds.root, r["audio_path"]), encoder.sample_rate)[0] for r in batch]
+        if not frames:
+            return {"embeds": encoder.embed_audio(waves)}
+        pooled, fr = encoder.embed_audio_frames(waves)  # type: ignore[attr-defined]
+        return {"embeds": pooled, **{f"frame_{i:06d}": f for i, f in enumerate(fr)}}
+
     out, frame_list = [], []
     bar = tqdm(total=len(rows), desc="embed audio", unit="clip", disable=not progress)
-    for start in range(0, len(rows), batch_size):
-        waves = [load_audio(resolve_audio_path(ds.root, r["audio_path"]), encoder.sample_rate)[0]
-                 for r in rows[start:start + batch_size]]
-        if frames:
-            pooled, fr = encoder.embed_audio_frames(waves)  # type: ignore[attr-defined]
-            frame_list.extend(fr)
-            out.append(pooled)
-        else:
-            out.append(encoder.embed_audio(waves))
-        bar.update(len(waves))
+    for b, start in enumerate(range(0, len(rows), batch_size)):
+        batch = rows[start:start + batch_size]
+        arrays = store.get_or_compute("audio", b, lambda batch=batch: compute(batch))
+        out.append(arrays["embeds"])
+        frame_list.extend(arrays[k] for k in sorted(arrays) if k.startswith("frame_"))
+        bar.update(len(batch))
     bar.close()
     extras = {}
     if frames:
@@ -97,12 +112,16 @@ def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: i
 
 def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
                   caption_column: str = "captions", max_clips: int | None = None, save_frames: bool = False,
-                  progress: bool = True, encoder: AudioEncoder | None = None) -> Path:
+                  progress: bool = True, encoder: AudioEncoder | None = None,
+                  partial_root: str | Path | None = None) -> Path:
     """Embed the clips and captions of ``split`` and write the dump to ``out_path``.
+
+    Resumes the batches a killed run finished (:mod:`clapcap.encoders.partial`).
 
     Args:
         encoder: an already built encoder for ``encoder_cfg`` (saves reloading it).
         save_frames: frame-level encoders only: also store padded frames and their mask.
+        partial_root: folder of the per-batch progress (default: the dump's folder).
 
     Returns:
         ``out_path``.
@@ -118,30 +137,37 @@ def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: st
     if is_complete(out_path, sig):
         logger.info("%s is complete: skipped", out_path)
         return out_path
+    remove_stale_temps(out_path)  # a final write cut by a kill
     ds, rows = _rows(dataset_dir, split, caption_column, max_clips)
     encoder = encoder or create_encoder(encoder_cfg)
     captions = [c for r in rows for c in r[caption_column]]
     index = np.array([i for i, r in enumerate(rows) for _ in r[caption_column]], dtype=np.int64)
+    store = BatchStore(out_path, sig, partial_root)
     with torch.inference_mode():
         audio, extras = _embed_audio(encoder, ds, rows, encoder_cfg.batch_size, progress,
-                                     save_frames and hasattr(encoder, "embed_audio_frames"))
+                                     save_frames and hasattr(encoder, "embed_audio_frames"), store)
         has_text = hasattr(encoder, "embed_text")
-        text = (_embed_text(encoder, captions, encoder_cfg.batch_size, progress) if has_text
+        text = (_embed_text(encoder, captions, encoder_cfg.batch_size, progress, store) if has_text
                 else np.zeros((len(captions), audio.shape[1]), dtype=np.float32))
+    if store.loaded:
+        logger.info("%s: resumed; %d batches read back, %d computed", out_path, store.loaded, store.computed)
     meta = {**encoder.describe(), "encoder": encoder_cfg.to_dict(), "dataset": str(dataset_dir), "split": split,
             "caption_column": caption_column, "text_tower": has_text, "signature": sig}
     dump = EmbeddingDump(audio, text, index, [str(r["clip_id"]) for r in rows], captions, meta, extras)
     save_dump(dump, out_path)
+    store.remove()
     logger.info("wrote %s: %d clips, %d captions, dim %d", out_path, len(rows), len(captions), audio.shape[1])
     return out_path
 
 
-def _embed_text(encoder: Any, captions: Sequence[str], batch_size: int, progress: bool) -> np.ndarray:
+def _embed_text(encoder: Any, captions: Sequence[str], batch_size: int, progress: bool,
+                store: BatchStore) -> np.ndarray:
     from tqdm.auto import tqdm
 
-    out = []
-    for start in tqdm(range(0, len(captions), batch_size * 4), desc="embed text", disable=not progress):
-        out.append(encoder.embed_text(captions[start:start + batch_size * 4]))
+    out, size = [], batch_size * 4
+    for b, start in enumerate(tqdm(range(0, len(captions), size), desc="embed text", disable=not progress)):
+        texts = captions[start:start + size]
+        out.append(store.get_or_compute("text", b, lambda texts=texts: {"embeds": encoder.embed_text(texts)})["embeds"])
     return np.concatenate(out)
 
 
@@ -155,6 +181,8 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
     """Stage ``embed`` for one encoder x dataset: every split x caption column in ``params``.
 
     ``params`` is an :class:`~clapcap.encoders.config.EmbedParams`. The encoder is built once.
+    The per-batch progress of a killed run is kept in ``<out_dir>/.partial/<encoder>/<dataset>/``
+    (outside the stage's output folder) and removed when the dumps are written.
 
     Returns:
         The dump paths.
@@ -173,6 +201,9 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
         prepare_laion_env(cfg.hf_home or None)
     built: AudioEncoder | None = None
     paths = []
+    # Progress lives outside <out_dir>/<encoder>/<dataset>, the stage's DVC output, which DVC
+    # deletes before rerunning the stage.
+    partial_root = Path(params.out_dir) / ".partial" / encoder / dataset
     for split in params.splits:
         for column in params.caption_columns:
             out = dump_path(params.out_dir, encoder, dataset, split, column)
@@ -180,5 +211,10 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
             if not is_complete(out, sig):
                 built = built or create_encoder(cfg)
             paths.append(embed_dataset(cfg, params.datasets[dataset], split, out, caption_column=column,
-                                       progress=progress, encoder=built))
+                                       progress=progress, encoder=built, partial_root=partial_root))
+    for folder in (partial_root, partial_root.parent, partial_root.parent.parent):  # empty once all are done
+        try:
+            folder.rmdir()
+        except OSError:  # missing, or still holding another stage's progress
+            logger.debug("%s kept", folder)
     return paths

@@ -31,7 +31,9 @@ class RobustTrainParams:
             *train* captions and views that the tokenizer lacks, so view-2 words are not
             ``<unk>`` (a subword tokenizer needs nothing; ignored there).
         freeze_audio: train only the text tower, projections and logit scales.
-        collapse_factor: fail when validation t2a R@10 on captions <= factor x chance.
+        collapse_alpha: fail (``TrainingCollapsed``) unless validation text-to-audio MRR on the
+            captions beats chance in a one-sided permutation test at this level
+            (:mod:`clapcap.training.collapse`); 0 turns the check off.
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"
@@ -48,7 +50,7 @@ class RobustTrainParams:
     extend_vocab: bool = True
     freeze_audio: bool = False
     eval_split: str = "val"
-    collapse_factor: float = 3.0
+    collapse_alpha: float = 0.01
     track: bool = True
     experiment: str = "clapcap-robust"
 

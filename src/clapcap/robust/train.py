@@ -7,7 +7,7 @@ reports t2a R@k on the original captions and on each view.
 
 Output folder (``out_dir``): ``model/`` (an HF CLAP folder the ``hf_clap`` backend
 loads), ``checkpoints/last.pt``, ``cache/``, ``train_result.json`` (its presence skips
-the step).
+the step), or ``collapsed.json`` instead when the collapse check failed.
 """
 
 from __future__ import annotations
@@ -115,6 +115,35 @@ def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: An
     return make_batches
 
 
+# Not in the signature: they do not decide the weights (the two paths are hashed by content).
+_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model")
+
+
+def run_signature(params: RobustTrainParams) -> str:
+    """Hash of what decides the fine-tuned weights: the params and the content of the
+    paraphrase manifest and of the base model's files. A checkpoint with another signature
+    is not resumed (the checkpoint folder outlives reruns: it is a persistent DVC output).
+
+    Returns:
+        A hex digest.
+    """
+    import hashlib
+    import json
+
+    from clapcap.config import from_dict, to_dict
+
+    canonical = to_dict(from_dict(RobustTrainParams, to_dict(params)))  # typed as parsed: 1 -> 1.0 for floats
+    digest = hashlib.sha1(json.dumps({k: v for k, v in canonical.items() if k not in _UNTRACKED},
+                                     sort_keys=True, default=str).encode())
+    base = Path(params.base_model)
+    for path in [Path(params.paraphrase_dir) / "manifest.csv", *sorted(base.iterdir() if base.is_dir() else [])]:
+        if path.is_file():
+            digest.update(path.name.encode())
+            with path.open("rb") as fh:
+                digest.update(hashlib.file_digest(fh, "sha1").digest())
+    return digest.hexdigest()
+
+
 def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
     from clapcap.encoders.tiny import load_clap
 
@@ -133,7 +162,9 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     """Fine-tune ``params.base_model`` into RobustCLAP; save it to ``out_dir/model``.
 
     Skips all work when ``out_dir/train_result.json`` exists; resumes from
-    ``out_dir/checkpoints/last.pt`` after a crash.
+    ``out_dir/checkpoints/last.pt`` after a crash, even SIGKILL (at most the epoch in
+    progress is lost; see :func:`~clapcap.training.clap.fit`). The model is saved before
+    :func:`~clapcap.training.clap.check_collapse`; ``train_result.json`` only after it passes.
 
     Returns:
         A :class:`RobustTrainResult`.
@@ -141,13 +172,14 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     Raises:
         FileNotFoundError: when the base model or the paraphrase manifest is missing.
         ValueError: when the views are missing or misaligned for a train clip.
-        TrainingCollapsed: when validation t2a R@10 <= ``collapse_factor`` x chance.
+        TrainingCollapsed: when validation retrieval on the captions is not better than chance
+            (the model and ``out_dir/collapsed.json`` are kept for inspection).
     """
     import torch
 
     from clapcap.data.prepare import load_dataset
     from clapcap.encoders.tiny import save_clap
-    from clapcap.training.clap import TrainingCollapsed, fit
+    from clapcap.training.clap import check_collapse, fit
 
     out_dir = Path(params.out_dir)
     result_path = out_dir / RESULT
@@ -176,16 +208,16 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
                   checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
                   weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
                   loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
-                  on_epoch_end=on_epoch_end, progress=progress)
+                  on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params))
     final = history[-1]
-    if final["t2a_r@10"] <= params.collapse_factor * final["chance@10"]:
-        raise TrainingCollapsed(f"{out_dir}: {params.eval_split} t2a R@10 {final['t2a_r@10']:.3f} <= "
-                                f"{params.collapse_factor} x chance {final['chance@10']:.3f}; lower lr")
+    # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
     result = RobustTrainResult(
         model_dir=str(model_dir), result_path=str(result_path), base_model=params.base_model, history=history,
         val={k: v for k, v in final.items() if k not in ("epoch", "seconds")}, n_train_clips=int(len(clips)),
         added_words=added, seconds=time.perf_counter() - t0)
+    check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
+                   lr=params.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
     write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
     return result
 

@@ -26,13 +26,15 @@ from clapcap.encoders.config import TrainClapParams
 from clapcap.encoders.features import FeatureCache, cache_features
 from clapcap.encoders.hf_clap import ClapPreprocessing, tokenize
 from clapcap.errors import ClapcapError
-from clapcap.utils.io import atomic_path, read_json, write_json
+from clapcap.training.collapse import ChanceTest, chance_test, collapse_advice
+from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, write_json
 
 logger = logging.getLogger(__name__)
 
 Batch = dict[str, Any]
 LossFn = Callable[[Any, Batch], Any]
 RESULT = "train_result.json"
+COLLAPSED = "collapsed.json"
 
 
 class TrainingCollapsed(ClapcapError, RuntimeError):
@@ -121,9 +123,12 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     """Train ``model`` for ``epochs``, resuming from ``checkpoint_path`` when it exists.
 
     ``make_batches(epoch)`` returns that epoch's batches; ``loss_fn(model, batch)`` returns a
-    scalar tensor. After each epoch the model, optimizer, scheduler and history are saved
-    atomically to ``checkpoint_path`` with ``signature``; a checkpoint with another
-    signature (other params or data) is ignored rather than resumed.
+    scalar tensor. After each epoch the model, optimizer, scheduler, torch's RNG state and the
+    history are saved atomically (temporary file + rename) to ``checkpoint_path`` with
+    ``signature``; a checkpoint with another signature (other params or data) is ignored
+    rather than resumed. A process killed at any moment (even SIGKILL during the write)
+    loses at most the epoch in progress, and the resumed run ends with the same weights,
+    bit for bit, as an uninterrupted one (same machine and thread count).
 
     Returns:
         The per-epoch history (``epoch``, ``loss``, ``seconds`` and ``evaluate``'s keys).
@@ -134,18 +139,8 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     steps_per_epoch = len(make_batches(0))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(warmup_steps, epochs * steps_per_epoch))
-    history: list[dict[str, float]] = []
     checkpoint_path = Path(checkpoint_path)
-    state = torch.load(checkpoint_path, map_location="cpu", weights_only=False) if checkpoint_path.is_file() else None
-    if state is not None and state.get("signature", "") != signature:
-        logger.warning("%s belongs to another run (signature differs): starting afresh", checkpoint_path)
-        state = None
-    if state is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        history = state["history"]
-        logger.info("resuming from %s after epoch %d", checkpoint_path, len(history))
+    history = _resume(checkpoint_path, signature, model, opt, sched)
     for epoch in range(len(history), epochs):
         t0, losses = time.perf_counter(), []
         model.train()
@@ -163,11 +158,93 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         history.append(row)
         with atomic_path(checkpoint_path) as tmp:
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                        "scheduler": sched.state_dict(), "history": history, "signature": signature}, tmp)
+                        "scheduler": sched.state_dict(), "history": history, "signature": signature,
+                        "rng": _rng_state()}, tmp)
         logger.info("epoch %d: %s", epoch + 1, {k: round(v, 4) for k, v in row.items()})
         if on_epoch_end is not None:
             on_epoch_end(epoch + 1, row)
     return history
+
+
+def _rng_state() -> dict[str, Any]:
+    """Torch's global RNG state (dropout draws from it), so a resumed run continues its stream."""
+    import torch
+
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _resume(checkpoint_path: Path, signature: str, model: Any, opt: Any, sched: Any) -> list[dict[str, float]]:
+    """Load ``checkpoint_path`` into model, optimizer, scheduler and torch's RNG when it belongs
+    to this run (same ``signature``); remove temporary files a killed write left behind.
+
+    Returns:
+        The history of the finished epochs (empty when starting afresh).
+    """
+    import torch
+
+    if removed := remove_stale_temps(checkpoint_path):
+        logger.info("%s: removed %d temporary file(s) of an interrupted checkpoint write", checkpoint_path, removed)
+    if not checkpoint_path.is_file():
+        return []
+    state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    if state.get("signature", "") != signature:
+        logger.warning("%s belongs to another run (signature differs): starting afresh", checkpoint_path)
+        return []
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    rng = state.get("rng")
+    if rng is not None:
+        torch.set_rng_state(rng["torch"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+    else:  # written before the RNG was saved: the dropout stream differs from an uninterrupted run
+        logger.warning("%s holds no RNG state: the resumed run will not match an uninterrupted one bit for bit",
+                       checkpoint_path)
+    logger.info("resuming from %s after epoch %d", checkpoint_path, len(state["history"]))
+    return state["history"]
+
+
+def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: float, out_dir: Path, split: str,
+                   lr: float, result: dict[str, Any], column: str = "captions",
+                   chance_loss: float | None = None) -> ChanceTest | None:
+    """Raise unless validation text-to-audio retrieval beats chance (:func:`~clapcap.training.collapse.chance_test`).
+
+    The test is the one-sided permutation test of the MRR at level ``alpha`` (0 = no check).
+    A split too small for any outcome to reach ``p < alpha`` (4 clips or fewer at 0.01) is
+    not judged: a warning says so. ``chance_loss`` (the training loss of uninformative
+    embeddings) sharpens the advice (:func:`~clapcap.training.collapse.collapse_advice`).
+    A collapsed run writes ``result`` plus the test to ``out_dir/collapsed.json`` (so a
+    rerun never mistakes it for a finished run: it has no ``train_result.json``); any other
+    outcome removes a stale ``collapsed.json``.
+
+    Returns:
+        The :class:`ChanceTest`, or None when ``alpha`` is 0.
+
+    Raises:
+        TrainingCollapsed: naming the statistic, the chance level, the p-value and advice.
+    """
+    marker = out_dir / COLLAPSED
+    if alpha <= 0:
+        marker.unlink(missing_ok=True)
+        return None
+    test = chance_test(*embed_cache(model, tokenizer, val, column=column), alpha=alpha)
+    if not test.testable:
+        logger.warning("%s: the %s split is too small to test training against chance (%d clips: the smallest "
+                       "attainable p-value is not below %g); collapse check skipped. %s", out_dir, split,
+                       test.n_clips, alpha, test.describe())
+    elif not test.significant:
+        write_json(marker, {**result, "collapse": asdict(test)})
+        advice = collapse_advice(result["history"], lr, split, chance_loss=chance_loss)
+        raise TrainingCollapsed(f"{out_dir}: training collapsed: on the {split} split, {test.describe()}. {advice} "
+                                f"The weights are in {result['model_dir']} and the run in {marker}, for inspection.")
+    else:
+        logger.info("%s: %s split beats chance: %s", out_dir, split, test.describe())
+    marker.unlink(missing_ok=True)
+    return test
 
 
 @dataclass
@@ -183,7 +260,9 @@ class TrainClapResult:
     skipped: bool = False
 
 
-_UNTRACKED = ("track", "register_name", "register_alias", "torch_threads", "out_dir", "dataset_dir")
+# Not in the signature: they do not decide the weights (the collapse level only judges them).
+_UNTRACKED = ("track", "register_name", "register_alias", "torch_threads", "out_dir", "dataset_dir",
+              "collapse_alpha")
 
 
 def run_signature(cfg: TrainClapParams, dataset_dir: Path) -> str:
@@ -217,14 +296,17 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     """Train the tiny default CLAP on the train split; save it to ``out_dir/model``.
 
     Skips all work when ``out_dir/train_result.json`` exists for the same params
-    (:func:`run_signature`). Resumes from ``out_dir/checkpoints/last.pt`` after a crash.
-    Writes ``out_dir/metrics.json`` (flat validation metrics, for ``dvc metrics``).
+    (:func:`run_signature`). Resumes from ``out_dir/checkpoints/last.pt`` after a crash, even
+    SIGKILL (at most the epoch in progress is lost; see :func:`fit`). Saves the model, then
+    runs :func:`check_collapse`; only a model that passes gets ``out_dir/metrics.json`` (flat
+    validation metrics, for ``dvc metrics``) and ``train_result.json``.
 
     Returns:
         A :class:`TrainClapResult`.
 
     Raises:
-        TrainingCollapsed: when validation t2a R@10 <= ``collapse_factor`` x chance.
+        TrainingCollapsed: when validation retrieval is not better than chance (the model and
+            ``out_dir/collapsed.json`` are kept for inspection).
     """
     import torch
 
@@ -250,19 +332,23 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
                                  caption_columns=[col], progress=progress) for split in ("train", cfg.eval_split))
     vocab = build_vocab((c for cs in train.captions[col] for c in cs), min_count=cfg.min_word_count)
     model, tokenizer, fe = build_tiny_clap(cfg.model, vocab, seed=cfg.seed)
-    history = fit(model, make_batches=lambda e: clap_batches(train, tokenizer, batch_size=cfg.batch_size,
-                                                             seed=cfg.seed * 1000 + e, column=col),
-                  epochs=cfg.epochs, checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
+
+    def make_batches(epoch: int) -> list[Batch]:
+        return clap_batches(train, tokenizer, batch_size=cfg.batch_size, seed=cfg.seed * 1000 + epoch, column=col)
+
+    history = fit(model, make_batches=make_batches, epochs=cfg.epochs,
+                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
                   weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, signature=sig,
                   evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
                   on_epoch_end=on_epoch_end, progress=progress)
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
-    if final["t2a_r@10"] <= cfg.collapse_factor * final["chance@10"]:
-        raise TrainingCollapsed(f"{out_dir}: {cfg.eval_split} t2a R@10 {final['t2a_r@10']:.3f} <= "
-                                f"{cfg.collapse_factor} x chance {final['chance@10']:.3f}; try a lower lr")
+    # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=tiny_preprocessing(cfg.model))
     result = TrainClapResult(model_dir=str(model_dir), result_path=str(out_dir / RESULT), history=history,
                              val=final, seconds=time.perf_counter() - t0, signature=sig)
+    chance_loss = float(np.mean([np.log(len(b["clip_index"])) for b in make_batches(0)]))  # CLIP loss at chance
+    check_collapse(model, tokenizer, val, alpha=cfg.collapse_alpha, out_dir=out_dir, split=cfg.eval_split,
+                   lr=cfg.lr, result=asdict(result), column=col, chance_loss=chance_loss)
     write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history), "seconds": result.seconds,
                                           "n_train_clips": len(train), "n_val_clips": len(val)})
     write_json(out_dir / RESULT, {k: v for k, v in asdict(result).items() if k != "skipped"})

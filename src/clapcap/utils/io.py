@@ -138,3 +138,22 @@ def sha256_file(path: str | Path) -> str:
         raise FileNotFoundError(f"{path}: file not found")
     with path.open("rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def remove_stale_temps(path: str | Path) -> int:
+    """Delete the temporary files that :func:`atomic_path` left beside ``path`` when its
+    process was killed before the rename (SIGKILL skips ``finally``). Call it only where a
+    single process writes ``path``.
+
+    Returns:
+        The number of files removed.
+    """
+    import glob
+
+    path = Path(path)
+    if not path.parent.is_dir():
+        return 0
+    stale = list(path.parent.glob(f".{glob.escape(path.name)}.*.tmp{glob.escape(path.suffix)}"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return len(stale)
