@@ -15,8 +15,6 @@ dump whose ``text_embeds`` are zeros (``meta.text_tower = false``) plus optional
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import zipfile
 from collections.abc import Sequence
@@ -27,21 +25,19 @@ import numpy as np
 
 from clapcap.config import ConfigError
 from clapcap.encoders.base import AudioEncoder, EncoderConfig, create_encoder
+from clapcap.encoders.features import dataset_fingerprint
 from clapcap.encoders.partial import BatchStore
 from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump, save_dump
-from clapcap.utils.io import remove_stale_temps
+from clapcap.utils.io import remove_stale_temps, sha256_json, sha256_tree
 
 logger = logging.getLogger(__name__)
 
 
 def _signature(cfg: EncoderConfig, dataset_dir: Path, split: str, column: str, max_clips: int | None) -> str:
-    manifest = dataset_dir / "manifest.csv"
-    stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
-    ckpt = Path(cfg.checkpoint) if cfg.checkpoint else None
-    ckpt_stamp = ckpt.stat().st_mtime_ns if ckpt is not None and ckpt.exists() else 0
-    blob = json.dumps([cfg.to_dict(), str(dataset_dir.resolve()), stamp, ckpt_stamp, split, column, max_clips],
-                      sort_keys=True)
-    return hashlib.sha1(blob.encode()).hexdigest()
+    """Hash of what decides a dump: the encoder config, the content of the dataset and of the
+    checkpoint (never their location or mtimes: two clones build the same bytes)."""
+    ckpt = sha256_tree(cfg.checkpoint) if cfg.checkpoint else None
+    return sha256_json([cfg.to_dict(), dataset_fingerprint(dataset_dir), ckpt, split, column, max_clips])
 
 
 def is_complete(out_path: str | Path, signature: str) -> bool:

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from clapcap.encoders.config import TrainClapParams
-from clapcap.encoders.features import FeatureCache, cache_features
+from clapcap.encoders.features import FeatureCache, cache_features, dataset_fingerprint
 from clapcap.encoders.hf_clap import ClapPreprocessing, tokenize
 from clapcap.errors import ClapcapError
 from clapcap.training.collapse import ChanceTest, chance_test, collapse_advice
-from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, write_json
+from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -266,17 +266,12 @@ _UNTRACKED = ("track", "register_name", "register_alias", "torch_threads", "out_
 
 
 def run_signature(cfg: TrainClapParams, dataset_dir: Path) -> str:
-    """Hash of what decides the trained weights (params and the manifest's mtime)."""
-    import hashlib
-    import json
-
+    """Hash of what decides the trained weights: the params and the dataset's content (no
+    path, no mtime, so two clones of the repository agree)."""
     from clapcap.config import to_dict
 
-    manifest = dataset_dir / "manifest.csv"
-    stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
     params = {k: v for k, v in to_dict(cfg).items() if k not in _UNTRACKED}
-    blob = json.dumps([params, str(dataset_dir.resolve()), stamp], sort_keys=True, default=str)
-    return hashlib.sha1(blob.encode()).hexdigest()
+    return sha256_json([params, dataset_fingerprint(dataset_dir)])
 
 
 def _load_done(result_path: Path, signature: str) -> TrainClapResult | None:

@@ -140,6 +140,20 @@ def sha256_file(path: str | Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def sha256_tree(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, or of a folder's files (relative POSIX names and bytes,
+    in sorted order). Names inside the folder count, where it lies and mtimes do not; a
+    missing path hashes as ``"missing"`` so that a later appearance changes the digest.
+    """
+    path = Path(path)
+    if path.is_file():
+        return sha256_file(path)
+    if not path.is_dir():
+        return "missing"
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    return sha256_json([[p.relative_to(path).as_posix(), sha256_file(p)] for p in files])
+
+
 def remove_stale_temps(path: str | Path) -> int:
     """Delete the temporary files that :func:`atomic_path` left beside ``path`` when its
     process was killed before the rename (SIGKILL skips ``finally``). Call it only where a
