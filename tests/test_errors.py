@@ -173,3 +173,23 @@ def test_non_checkpoint_names_the_file(tmp_path):
     bogus.write_text("not a checkpoint")
     with pytest.raises(ConversionError, match=f"{bogus}: not a readable PyTorch checkpoint"):
         convert_laion_checkpoint(bogus, tmp_path / "hf")
+
+
+@pytest.mark.parametrize("script,section,target,report,expected", [
+    ("metric_parity.py", "retrieval: {}\n", "clapcap.retrieval.parity.run_parity",
+     {"passed": False, "worst_abs_delta": 0.25}, "metric parity failed: worst |delta| 0.25 > tolerance"),
+    ("checkpoint_identity.py", "checkpoint_identity: {}\n",
+     "clapcap.encoders.crosscheck.run_checkpoint_identity",
+     {"identity": {"cross_pipeline_comparable": True}, "control": {"cross_pipeline_comparable": True}},
+     "checkpoint identity failed: a differently initialised model was not told apart"),
+])
+def test_failed_gate_says_why(script, section, target, report, expected, tmp_path, monkeypatch, capsys):
+    """A failed gate exits 1 with one line naming the report (it exited 1 silently before)."""
+    monkeypatch.setattr(target, lambda *_a, **_k: report)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(section)
+    with pytest.raises(SystemExit) as info:
+        runpy.run_path(str(ROOT / "pipelines" / script), run_name="__main__")
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert f"clapcap: error: {expected}" in err and "; see " in err and "Traceback" not in err
