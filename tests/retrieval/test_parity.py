@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from clapcap.cli import main
+from clapcap.errors import ClapcapError
 from clapcap.retrieval import metrics, reference
 from clapcap.retrieval.parity import parity_report, run_parity
 from clapcap.utils.io import read_json
@@ -117,7 +118,8 @@ def test_pipeline_stages_read_params(monkeypatch, tmp_path, dump_file):
     assert _load_pipeline("evaluate_retrieval").main() == 0
     assert "ci" in read_json(tmp_path / "metrics" / "retrieval" / "d.json")["t2a"]
     monkeypatch.setattr(metrics, "_per_query", _off_by_one(metrics._per_query))
-    assert _load_pipeline("metric_parity").main() == 1
+    with pytest.raises(ClapcapError, match="metric parity failed: .*see metrics/metric_parity.json"):
+        _load_pipeline("metric_parity").main()
 
 
 def test_parity_sources_unique_when_file_names_repeat(tmp_path, make_dump):
