@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import csvfuzz
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import csvfuzz  # noqa: E402
-from clapcap.tables import TableError, file_line, read_text_table  # noqa: E402
+from clapcap.tables import TableError, file_line, read_text_table
 
 NAMES = ["a", "b", "caption", "é ü", "x y", "Unnamed: 0", "", "with,comma", 'q"uote']
 

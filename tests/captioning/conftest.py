@@ -1,14 +1,9 @@
-"""Captioning tests: shared helpers on ``sys.path``; one torch thread (tiny models, and
-oversubscribed threads are about 100x slower on busy shared cores)."""
+"""Captioning tests: one torch thread (tiny models, and oversubscribed threads are about 100x
+slower on busy shared cores). Shared helpers live in tests/support/caption_fixtures.py."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # caption_fixtures
 
 
 @pytest.fixture(autouse=True, scope="session")

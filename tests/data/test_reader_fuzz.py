@@ -8,21 +8,19 @@ line. Never a crash, a pandas error, or a row dropped or altered silently.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import csvfuzz
 import numpy as np
 import pytest
 import soundfile as sf
+from csvfuzz import Row
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import csvfuzz  # noqa: E402
-from clapcap.data.audio import AudioError  # noqa: E402
-from clapcap.data.manifest import ManifestError  # noqa: E402
-from clapcap.data.readers import read_audiocaps, read_clotho, read_folder, read_musiccaps  # noqa: E402
-from csvfuzz import Row  # noqa: E402
+from clapcap.data.audio import AudioError
+from clapcap.data.manifest import ManifestError
+from clapcap.data.readers import read_audiocaps, read_clotho, read_folder, read_musiccaps
 
 NAMED = (ManifestError, AudioError)
 GOOD_STEMS = ["a", "b", "007", "123", "ü ñ", "c, d", 'q"uote'] + [f"s{i}" for i in range(13)]

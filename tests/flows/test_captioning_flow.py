@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "captioning"))
-from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump  # noqa: E402
+from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
 
 def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_path, monkeypatch):

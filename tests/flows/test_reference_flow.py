@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-FAKE = Path(__file__).resolve().parents[1] / "reference" / "fake_openai.py"
+from fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -19,10 +15,7 @@ def prefect_env(prefect_env, tmp_path, monkeypatch):
 
 @pytest.fixture
 def fake_api():
-    spec = importlib.util.spec_from_file_location("clapcap_test_fake_openai", FAKE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    server = module.FakeOpenAI()
+    server = FakeOpenAI()
     yield server
     server.close()
 

@@ -7,19 +7,17 @@ giving the file and the row's 1-based file line. Never a crash or a row dropped 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import csvfuzz
 import pytest
+from csvfuzz import Row
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import csvfuzz  # noqa: E402
-from clapcap.pairwise.pairs import read_reference  # noqa: E402
-from clapcap.pairwise.ratings import REQUIRED_COLUMNS, RatingsError, read_ratings  # noqa: E402
-from clapcap.tables import TableError  # noqa: E402
-from csvfuzz import Row  # noqa: E402
+from clapcap.pairwise.pairs import read_reference
+from clapcap.pairwise.ratings import REQUIRED_COLUMNS, RatingsError, read_ratings
+from clapcap.tables import TableError
 
 EXTRA = ["shown_order", "timestamp", "notes"]
 CELLS = {"item_id": (["i1", "i2", "i3", " i1 "], ["", "  "]),

@@ -7,18 +7,14 @@ dropped silently.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import csvfuzz
 import pytest
+from csvfuzz import Row
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import csvfuzz  # noqa: E402
-from clapcap.evaluation.reference import SPLIT_COLUMNS, read_split  # noqa: E402
-from clapcap.tables import TableError  # noqa: E402
-from csvfuzz import Row  # noqa: E402
+from clapcap.evaluation.reference import SPLIT_COLUMNS, read_split
+from clapcap.tables import TableError
 
 FLAGS = {"": None, "nan": None, "none": None, "true": True, "1": True, "false": False, "0": False}
 

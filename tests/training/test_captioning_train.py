@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from caption_fixtures import make_dump, tiny_model, tiny_train
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "captioning"))
-from caption_fixtures import make_dump, tiny_model, tiny_train  # noqa: E402
-
-from clapcap.training import captioning as cap_train  # noqa: E402
-from clapcap.training.captioning import StageConfig, train_captioner  # noqa: E402
-from clapcap.training.lr_search import LRSearchConfig, chosen_learning_rates, search_learning_rates  # noqa: E402
-from clapcap.utils.io import read_json  # noqa: E402
+from clapcap.training import captioning as cap_train
+from clapcap.training.captioning import StageConfig, train_captioner
+from clapcap.training.lr_search import LRSearchConfig, chosen_learning_rates, search_learning_rates
+from clapcap.utils.io import read_json
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ limit, an unterminated quote, a duplicated column). The case knows the 1-based f
 each data row starts on (the header is line 1 unless blank lines precede it), so a test can
 check that an error names the right line.
 
-Import with ``sys.path`` pointing at ``tests/`` (see the fuzz test modules).
+Lives in ``tests/support``, which pytest puts on ``sys.path`` (``pythonpath`` in pyproject.toml).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Helpers for the captioning tests: informative random dumps and a fake scorer.
 
-Tests outside ``tests/captioning`` put this folder on ``sys.path`` to share them.
+Lives in ``tests/support``, which pytest puts on ``sys.path`` (``pythonpath`` in pyproject.toml).
 """
 
 from __future__ import annotations
