@@ -125,6 +125,16 @@ def make_clotho():
 
 
 @pytest.fixture
+def fake_openai():
+    """The suite's one fake OpenAI-compatible chat server (tests/support/fake_openai.py)."""
+    from fake_openai import FakeOpenAI
+
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
 def closed_port_url() -> str:
     """``http://127.0.0.1:PORT/v1`` where nothing listens (a port bound, read, then closed)."""
     import socket

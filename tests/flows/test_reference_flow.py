@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -13,14 +12,7 @@ def prefect_env(prefect_env, tmp_path, monkeypatch):
     yield
 
 
-@pytest.fixture
-def fake_api():
-    server = FakeOpenAI()
-    yield server
-    server.close()
-
-
-def test_reference_flow_runs_retries_and_limits_api(tmp_path, tiny_corpus, prefect_env, fake_api,
+def test_reference_flow_runs_retries_and_limits_api(tmp_path, tiny_corpus, prefect_env, fake_openai,
                                                     monkeypatch):
     from clapcap.data.prepare import load_dataset
     from clapcap.flows.reference import reference_flow
@@ -33,9 +25,9 @@ def test_reference_flow_runs_retries_and_limits_api(tmp_path, tiny_corpus, prefe
     from clapcap.utils.io import read_json, write_json
 
     monkeypatch.setenv("FAKE_KEY", "sk-flow")
-    fake_api.delay_s = 0.05
-    fake_api.fail_first = [401]  # the first API request fails: its Prefect task is retried
-    api = ApiConfig(base_url=fake_api.base_url, model="m", api_key_env="FAKE_KEY", max_retries=0)
+    fake_openai.delay_s = 0.05
+    fake_openai.fail_first = [401]  # the first API request fails: its Prefect task is retried
+    api = ApiConfig(base_url=fake_openai.base_url, model="m", api_key_env="FAKE_KEY", max_retries=0)
     specs = [ReferenceSpec(name=f"api{i}", backend="openai_api", api=api,
                            generation=GenerationConfig(max_new_tokens=16)) for i in range(2)]
     test_ids = load_dataset(tiny_corpus).split("test")["clip_id"]
@@ -52,8 +44,8 @@ def test_reference_flow_runs_retries_and_limits_api(tmp_path, tiny_corpus, prefe
         scores = read_json(path)
         assert scores["primary"] == "cider_d" and scores["n_clips"] == len(test_ids)
         assert scores["leakage"]["verdict"] in ("clean", "inconclusive", "leaky")
-    assert fake_api.max_active == 1
-    assert len(fake_api.requests) == 2 * len(test_ids) + 1
-    before = len(fake_api.requests)
+    assert fake_openai.max_active == 1
+    assert len(fake_openai.requests) == 2 * len(test_ids) + 1
+    before = len(fake_openai.requests)
     assert reference_flow(params) == out   # finished references are skipped by their scores file
-    assert len(fake_api.requests) == before
+    assert len(fake_openai.requests) == before

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from clapcap.llm import ChatClient, EndpointUnreachable, LLMError, RetryPolicy
@@ -44,34 +40,17 @@ def test_count_spans_requests_and_can_be_turned_off(closed_port_url):
         ChatClient(closed_port_url, max_connection_failures=-1)
 
 
-def test_an_http_answer_resets_the_count(closed_port_url):
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers["Content-Length"]))
-            data = json.dumps({"choices": [{"message": {"content": "ok"}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        client, _ = _client(closed_port_url, max_retries=0)
-        live = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
-        for _ in range(2):  # 2 failures, then an answer, then 2 more: never 3 in a row
-            with pytest.raises(LLMError):
-                client.complete([])
-        client.url, dead = live, client.url
-        assert client.complete([]) == "ok" and client.connection_failures == 0
-        client.url = dead
-        for _ in range(2):
-            with pytest.raises(LLMError) as err:
-                client.complete([])
-            assert not isinstance(err.value, EndpointUnreachable)
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_an_http_answer_resets_the_count(closed_port_url, fake_openai):
+    fake_openai.default = lambda _body: fake_openai.chat("ok")
+    client, _ = _client(closed_port_url, max_retries=0)
+    live = f"{fake_openai.base_url}/chat/completions"
+    for _ in range(2):  # 2 failures, then an answer, then 2 more: never 3 in a row
+        with pytest.raises(LLMError):
+            client.complete([])
+    client.url, dead = live, client.url
+    assert client.complete([]) == "ok" and client.connection_failures == 0
+    client.url = dead
+    for _ in range(2):
+        with pytest.raises(LLMError) as err:
+            client.complete([])
+        assert not isinstance(err.value, EndpointUnreachable)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fake_openai import FakeOpenAI
 
 from clapcap.cli import main
 from clapcap.llm import EndpointUnreachable
@@ -26,59 +24,20 @@ from clapcap.pairwise.store import VoteStore, shown_order
 KEY = "sk-test-SECRET-123"
 
 
-class FakeAPI:
-    """Scripted chat server: per model a list of behaviours, then a sensible default.
-
-    Behaviours: an int status (error response), "garbage" (non-JSON body), or text to answer.
-    The default answer picks the caption that mentions a dog ("dog" wins), else "1".
-    """
-
-    def __init__(self) -> None:
-        self.script: dict[str, list] = {}
-        self.requests: list[dict] = []
-        self.auth: list[str] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                api.requests.append(body)
-                api.auth.append(self.headers.get("Authorization", ""))
-                steps = api.script.get(body["model"], [])
-                step = steps.pop(0) if steps else api.default_answer(body)
-                if isinstance(step, int):
-                    self.send_response(step)
-                    self.end_headers()
-                    return
-                data = b"not json" if step == "garbage" else json.dumps(
-                    {"choices": [{"message": {"role": "assistant", "content": step}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    @staticmethod
-    def default_answer(body: dict) -> str:
-        content = body["messages"][-1]["content"]
-        text = content if isinstance(content, str) else content[-1]["text"]
-        line1 = text.split("Caption 1:")[1].split("\n")[0]
-        return "1" if "dog" in line1 else "Caption 2."
+def _judge_answer(body: dict):
+    """The default judge: it picks the caption that mentions a dog ("dog" wins), else "2"."""
+    content = body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else content[-1]["text"]
+    line1 = text.split("Caption 1:")[1].split("\n")[0]
+    return FakeOpenAI.chat("1" if "dog" in line1 else "Caption 2.")
 
 
 @pytest.fixture
 def fake_api():
-    api = FakeAPI()
-    threading.Thread(target=api.server.serve_forever, daemon=True).start()
+    """The suite's fake OpenAI server answering as a judge; ``by_model`` scripts a judge."""
+    api = FakeOpenAI(default=_judge_answer)
     yield api
-    api.server.shutdown()
-    api.server.server_close()
+    api.close()
 
 
 def test_parse_choice():
@@ -103,13 +62,14 @@ def test_load_api_key_env_then_dotenv(tmp_path, monkeypatch):
 def test_client_retries_with_backoff_then_fails(fake_api):
     sleeps: list[float] = []
     client = ChatClient(fake_api.url, api_key=KEY, max_retries=3, backoff_s=0.5, sleep=sleeps.append)
-    fake_api.script["m"] = [503, 429, "garbage", "ok"]
+    fake_api.by_model["m"] = [fake_api.error(503), fake_api.error(429), fake_api.raw(200, "not json"),
+                              fake_api.chat("ok")]
     assert client.complete("m", [{"role": "user", "content": "hi"}]) == "ok"
     assert sleeps == [0.5, 1.0, 2.0]
-    fake_api.script["m"] = [500] * 5
+    fake_api.by_model["m"] = [fake_api.error(500)] * 5
     with pytest.raises(ChatError, match="HTTP 500 after 4 attempts"):
         client.complete("m", [])
-    fake_api.script["m"] = [401]
+    fake_api.by_model["m"] = [fake_api.error(401)]
     with pytest.raises(ChatError, match="HTTP 401 .not retried") as err:
         client.complete("m", [])
     assert KEY not in str(err.value) and KEY not in repr(client)
@@ -121,14 +81,14 @@ def test_judge_pools_resume_and_record_failures(study, fake_api, tmp_path, monke
     db = tmp_path / "judges.sqlite"
     out = tmp_path / "audio.csv"
     # judge-b answers garbage on its first item three times -> a recorded failure.
-    fake_api.script["judge-b"] = ["I cannot decide", "both", "maybe 1 maybe 2"]
+    fake_api.by_model["judge-b"] = [fake_api.chat(t) for t in ("I cannot decide", "both", "maybe 1 maybe 2")]
     cfg = JudgeConfig(pool="audio_llm", models=["judge-a", "judge-b"], mode="audio",
                       base_url=fake_api.url, api_key_env="FAKE_KEY", dotenv="", backoff_s=0.0)
     counts = run_judges(study["pairs"], db, cfg, out=out)
     assert counts == {"pool": "audio_llm", "votes": 17, "failures": 1, "skipped": 0}
-    assert all(a == f"Bearer {KEY}" for a in fake_api.auth)
+    assert all(r["auth"] == f"Bearer {KEY}" for r in fake_api.requests)
     assert KEY not in caplog.text
-    audio_req = fake_api.requests[0]["messages"][-1]["content"]
+    audio_req = fake_api.requests[0]["body"]["messages"][-1]["content"]
     assert audio_req[0]["type"] == "input_audio" and audio_req[0]["input_audio"]["format"] == "wav"
     ratings = read_ratings(out)
     assert set(ratings["pool"]) == {"audio_llm"} and len(ratings) == 17
@@ -151,10 +111,10 @@ def test_text_pool_cli_sees_reference_not_audio(study, fake_api, tmp_path, monke
                "--out", str(out), "--pool", "text_llm", "--mode", "text", "--model", "t1",
                "--base-url", fake_api.url, "--api-key-env", "FAKE_KEY", "--dotenv", ""])
     assert rc == 0
-    first = fake_api.requests[0]["messages"][-1]["content"]
+    first = fake_api.requests[0]["body"]["messages"][-1]["content"]
     assert isinstance(first, str) and "Reference description of the clip: a dog barks" in first
     pairs = read_pairs(study["pairs"]).set_index("item_id")
-    item = fake_api.requests[0]
+    item = fake_api.requests[0]["body"]
     ratings = read_ratings(out)
     assert len(ratings) == len(pairs) and set(ratings["rater"]) == {"t1"}
     row = ratings.iloc[0]

@@ -3,14 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fake_openai import FakeOpenAI
-
-
-@pytest.fixture
-def fake_openai():
-    server = FakeOpenAI()
-    yield server
-    server.close()
 
 
 @pytest.fixture(scope="session")
