@@ -186,3 +186,56 @@ def test_paraphrased_dataset_records_no_absolute_path(robust_setup, tiny_corpus)
     ds = load_dataset(root / "para")
     assert ds.root == tiny_corpus.resolve()
     assert all(ds.audio_path(c).is_file() for c in ds.manifest["clip_id"][:5])
+
+
+def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
+    """Two fine-tune seeds of the candidate and the control; every finding tested over both."""
+    import json
+
+    from clapcap.evaluation.seed_bootstrap import VERDICTS
+    from clapcap.robust.config import RobustSeedParams
+    from clapcap.robust.seeds import run_seed_study
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    cand = _train_params(root, out_dir=str(tmp_path / "cand"))
+    ctrl = _train_params(root, out_dir=str(tmp_path / "ctrl"),
+                         loss=MultiViewLossConfig(w_view1=0.0, w_view2=0.0, w_align=0.0))
+    for params in (cand, ctrl):
+        train_robust_clap(params, progress=False)
+    bench = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"), track=False,
+                              models={"CLAP": str(root / "base"), "RobustCLAP": str(tmp_path / "cand" / "model"),
+                                      "Control": str(tmp_path / "ctrl" / "model")})
+    study = RobustSeedParams(seeds=[0, 1], out_dir=str(tmp_path / "seeds"), results_dir=str(tmp_path / "res"),
+                             conclusions=str(tmp_path / "conclusions.json"), findings_md=str(tmp_path / "f.md"),
+                             control="Control", n_resamples=200)
+    findings = run_seed_study(cand, ctrl, bench, study, progress=False)
+    assert (tmp_path / "seeds" / "candidate" / "seed1" / "model").is_dir()
+    assert (tmp_path / "seeds" / "control" / "seed1" / "model").is_dir()
+    assert not (tmp_path / "seeds" / "candidate" / "seed0").exists()  # seed 0 is robust_train's model
+    written = json.loads((tmp_path / "conclusions.json").read_text())["findings"]
+    assert [f["id"] for f in written] == sorted(f["id"] for f in findings) and len(written) == 5
+    for f in written:
+        assert f["verdict"] in VERDICTS and f["seeds"]["a"] == [0, 1]
+        assert f["ci"]["low"] <= f["effect"] <= f["ci"]["high"]
+    by_id = {f["id"]: f for f in written}
+    assert by_id["robust.view2.t2a_r10.vs_control"]["paired_seeds"] is True
+    assert by_id["robust.original.t2a_r10.vs_base"]["margin"] == 0.02
+    assert by_id["robust.original.t2a_r10.vs_base"]["noise_floors"] == {"b": 0.0}
+    assert "| **" in (tmp_path / "f.md").read_text()
+
+
+def test_seed_study_refuses_bad_params(robust_setup, tmp_path):
+    from clapcap.robust.config import RobustSeedParams
+    from clapcap.robust.seeds import run_seed_study
+
+    with pytest.raises(ValueError, match="2 or more distinct seeds"):
+        RobustSeedParams(seeds=[0])
+    root, _ = robust_setup
+    bench = RobustBenchParams(models={"CLAP": "a", "RobustCLAP": "b"}, track=False)
+    with pytest.raises(ValueError, match="'CLAP-captions-FT' is not one of"):
+        run_seed_study(_train_params(root), _train_params(root), bench, RobustSeedParams(), progress=False)
+    with pytest.raises(ValueError, match="pairs them seed by seed"):
+        run_seed_study(_train_params(root), _train_params(root, seed=3),
+                       RobustBenchParams(models={"CLAP": "a", "RobustCLAP": "b", "CLAP-captions-FT": "c"},
+                                         track=False), RobustSeedParams(), progress=False)

@@ -99,7 +99,7 @@ def _labels(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.nd
     return rows, classes, pos
 
 
-def _load_waves(dataset_dir: str, split: str, sample_rate: int) -> tuple[list[np.ndarray], list[str]]:
+def load_waves(dataset_dir: str, split: str, sample_rate: int) -> tuple[list[np.ndarray], list[str]]:
     from clapcap.encoders.features import iter_split_audio
 
     waves, ids = [], []
@@ -210,7 +210,7 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: model folder of {name!r} not found")
     df = load_dataset(params.paraphrase_dir).split(params.split)
-    waves, ids = _load_waves(params.paraphrase_dir, params.split, _sample_rate(params))
+    waves, ids = load_waves(params.paraphrase_dir, params.split, sample_rate_of(params))
     assert ids == list(df["clip_id"]), "audio order must follow the manifest"
     pqs, result = {}, {"split": params.split, "params": asdict(params), "models": {}, "drops": {}}
     for name, path in params.models.items():
@@ -229,7 +229,7 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
     return result
 
 
-def _sample_rate(params: RobustBenchParams) -> int:
+def sample_rate_of(params: RobustBenchParams) -> int:
     from clapcap.utils.io import read_json
 
     rates = set()

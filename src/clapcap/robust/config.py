@@ -4,7 +4,8 @@
   (corpus views offline, or the two-step LLM backend);
 - ``robust_train``: :class:`RobustTrainParams` (multi-view contrastive fine-tuning);
 - ``robust_benchmark``: :class:`RobustBenchParams` (retrieval on original / view 1 /
-  view 2 captions, zero-shot classification, paired test, registration).
+  view 2 captions, zero-shot classification, paired test, registration);
+- ``robust_seeds``: :class:`RobustSeedParams` (the findings over fine-tune seeds).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from clapcap.paraphrase.dataset import ParaphraseParams
 from clapcap.paraphrase.llm import LLMParams
 from clapcap.robust.loss import MultiViewLossConfig
 
-__all__ = ["LLMParams", "MultiViewLossConfig", "ParaphraseParams", "RobustBenchParams", "RobustTrainParams"]
+__all__ = ["LLMParams", "MultiViewLossConfig", "ParaphraseParams", "RobustBenchParams", "RobustSeedParams",
+           "RobustTrainParams"]
 
 
 @dataclass
@@ -93,3 +95,33 @@ class RobustBenchParams:
     register_alias: str = "champion"
     track: bool = True
     experiment: str = "clapcap-robust"
+
+
+@dataclass
+class RobustSeedParams:
+    """Section ``robust_seeds``: RobustCLAP and its control over several fine-tune seeds.
+
+    Attributes:
+        seeds: fine-tune seeds of both the candidate and the control. The seed of
+            ``robust_train``/``robust_control`` reuses those stages' models; every other seed
+            is trained here under ``out_dir/<candidate|control>/seed<k>``.
+        control: the ``robust_benchmark.models`` name of the captions-only control.
+        margin: the loss (absolute, e.g. 0.02 = 2 points of R@10) a "no loss" finding allows.
+        results_dir: per-seed dumps; ``conclusions`` and ``findings_md`` are the findings.
+    """
+
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    out_dir: str = "models/robust_seeds"
+    results_dir: str = "results/robust/seeds"
+    conclusions: str = "results/robust/conclusions.json"
+    findings_md: str = "results/robust/findings.md"
+    control: str = "CLAP-captions-FT"
+    margin: float = 0.02
+    n_resamples: int = 1000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if len(self.seeds) < 2 or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"robust_seeds.seeds: expected 2 or more distinct seeds, found {self.seeds}")
+        if not 0 <= self.margin < 1:
+            raise ValueError(f"robust_seeds.margin: expected a value in [0, 1), found {self.margin}")

@@ -1,0 +1,22 @@
+"""DVC stage `robust_seeds`: RobustCLAP and its control over fine-tune seeds; each stated
+finding tested over seeds and test queries (params.yaml `robust_seeds`), written to
+results/robust/conclusions.json and results/robust/findings.md."""
+
+import sys
+
+from clapcap.config import load_section
+from clapcap.entry import run_entry
+from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
+from clapcap.robust.seeds import run_seed_study
+
+
+def main() -> int:
+    run_seed_study(load_section(RobustTrainParams, "robust_train"),
+                   load_section(RobustTrainParams, "robust_control"),
+                   load_section(RobustBenchParams, "robust_benchmark"),
+                   load_section(RobustSeedParams, "robust_seeds"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_entry(main))

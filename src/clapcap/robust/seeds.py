@@ -1,0 +1,129 @@
+"""RobustCLAP's findings over fine-tune seeds: the claims of the benchmark, as data.
+
+``robust_benchmark`` compares one fine-tune of each model with a paired bootstrap over test
+clips; a rebuild on another CPU reversed its "no loss on the original captions" finding
+(issue 15). This step fine-tunes RobustCLAP and the captions-only control with every seed
+of ``robust_seeds.seeds`` (reusing the models of ``robust_train``/``robust_control`` for
+their seed), scores each on the same test queries, and tests each stated finding with the
+two-level bootstrap over seeds and queries of :mod:`clapcap.evaluation.seed_bootstrap`.
+
+The base CLAP is one trained model: it is the fixed starting point of every fine-tune, and
+the findings are claims about fine-tuning *it*, so it enters with a noise floor of 0 (its
+own training variance is another question: a different base is a different experiment).
+RobustCLAP and the control share their seeds, so they are compared seed by seed.
+
+Writes ``conclusions`` (strict JSON, :mod:`clapcap.reporting.conclusions`) and a Markdown
+table ``findings_md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.evaluation.seed_bootstrap import SeedScores
+from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, write_conclusions
+from clapcap.robust.benchmark import ZS, evaluate_model, load_waves, sample_rate_of
+from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
+from clapcap.robust.train import train_robust_clap
+from clapcap.utils.io import atomic_path
+
+logger = logging.getLogger(__name__)
+
+# (id suffix, statement, benchmark, direction, metric, against, claim, uses margin)
+_FINDINGS = (
+    ("view2.t2a_r10.vs_base", "RobustCLAP retrieves audio from view-2 (unseen-vocabulary) captions "
+     "better than the base CLAP", "view2", "t2a", "r@10", "base", "greater", False),
+    ("view2.t2a_r10.vs_control", "the view-2 gain comes from the views: RobustCLAP beats the "
+     "captions-only fine-tune on view-2 captions", "view2", "t2a", "r@10", "control", "greater", False),
+    ("original.t2a_r10.vs_base", "RobustCLAP loses no text-to-audio R@10 on the original captions",
+     "original", "t2a", "r@10", "base", "not_less", True),
+    ("original.a2t_r10.vs_base", "RobustCLAP loses no audio-to-text R@10 on the original captions",
+     "original", "a2t", "r@10", "base", "not_less", True),
+    ("zero_shot.map10.vs_base", "RobustCLAP keeps the base CLAP's zero-shot classification mAP@10",
+     ZS, "a2l", "map@10", "base", "not_less", True),
+)
+
+
+def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
+                 progress: bool) -> dict[int, str]:
+    """Seed -> model folder: the stage's own model for its seed, a fine-tune for the others."""
+    out = {}
+    for seed in study.seeds:
+        if seed == params.seed:
+            out[seed] = str(Path(params.out_dir) / "model")
+            continue
+        run = replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False)
+        logger.info("fine-tuning %s with seed %d -> %s", label, seed, run.out_dir)
+        out[seed] = train_robust_clap(run, progress=progress).model_dir
+    return out
+
+
+def _scores(pqs: dict[int, dict[str, Any]], bench: str, direction: str, metric: str) -> SeedScores:
+    seeds = sorted(pqs)
+    return SeedScores(np.stack([pqs[s][bench][direction][metric] for s in seeds]), tuple(seeds))
+
+
+def _markdown(findings: list[dict]) -> str:
+    lines = ["| finding | effect [95% CI] | per seed | seeds | verdict |", "|---|---|---|---|---|"]
+    for f in findings:
+        per_seed = ", ".join(f"{v:+.3f}" for v in f["per_seed_effects"].values())
+        lines.append(f"| {f['statement']} ({f['metric']}, {f['claim']}"
+                     f"{', margin ' + format(f['margin'], 'g') if f['margin'] else ''}) | "
+                     f"{f['effect']:+.3f} [{f['ci']['low']:+.3f}, {f['ci']['high']:+.3f}] | {per_seed} | "
+                     f"{f['n_seeds']['a']} vs {f['n_seeds']['b']} | **{f['verdict']}** |")
+    return "\n".join(lines) + "\n"
+
+
+def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: RobustBenchParams,
+                   study: RobustSeedParams, *, progress: bool = True) -> list[dict]:
+    """Fine-tune the missing seeds, score every model, test the findings, write them.
+
+    Returns:
+        The finding entries written to ``study.conclusions``.
+
+    Raises:
+        ValueError: when ``study.control`` or the benchmark's base/candidate are not models of
+            ``bench``, or the two fine-tunes were trained with different seeds.
+        FileNotFoundError: when a model folder or the paraphrase manifest is missing.
+    """
+    from clapcap.data.prepare import load_dataset
+
+    for name in (bench.base, bench.candidate, study.control):
+        if name not in bench.models:
+            raise ValueError(f"robust_seeds: {name!r} is not one of robust_benchmark.models {list(bench.models)}")
+    if train.seed != control.seed:
+        raise ValueError(f"robust_train.seed {train.seed} != robust_control.seed {control.seed}: "
+                         "the seed study pairs them seed by seed")
+    dirs = {"candidate": _seed_models(train, study, "candidate", progress),
+            "control": _seed_models(control, study, "control", progress)}
+    df = load_dataset(bench.paraphrase_dir).split(bench.split)
+    waves, _ = load_waves(bench.paraphrase_dir, bench.split, sample_rate_of(bench))
+    scoring = replace(bench, out_dir=study.results_dir, n_resamples=10)  # per-model CIs unused here
+    base_pq, _ = evaluate_model(bench.base, bench.models[bench.base], df, waves, scoring)
+    pqs = {role: {s: evaluate_model(f"{role}_seed{s}", d, df, waves, scoring)[0] for s, d in seeds.items()}
+           for role, seeds in dirs.items()}
+    findings = []
+    for suffix, statement, b, direction, metric, against, claim, with_margin in _FINDINGS:
+        spec = FindingSpec(id=f"robust.{suffix}", statement=statement, metric=f"{b}/{direction}/{metric}",
+                           a=bench.candidate, b=bench.base if against == "base" else study.control,
+                           claim=claim, margin=study.margin if with_margin else 0.0)
+        a = _scores(pqs["candidate"], b, direction, metric)
+        if against == "base":
+            values = base_pq[b][direction][metric][None, :]
+            other = SeedScores(values, (0,), noise_floor=0.0)
+        else:
+            other = _scores(pqs["control"], b, direction, metric)
+        findings.append(evaluate_finding(spec, a, other, paired_seeds=against == "control",
+                                         n_resamples=study.n_resamples, confidence=study.confidence))
+    write_conclusions(findings, study.conclusions)
+    with atomic_path(study.findings_md) as tmp:
+        tmp.write_text(_markdown(findings))
+    for f in findings:
+        logger.info("%s: %+.4f [%+.4f, %+.4f] -> %s", f["id"], f["effect"], f["ci"]["low"], f["ci"]["high"],
+                    f["verdict"])
+    return findings
