@@ -176,14 +176,35 @@ def sigkill_at(tmp_path):
 
 
 @pytest.fixture
+def collapse_fit(monkeypatch):
+    """``collapse_fit(on=True)``: from now on ``clapcap.training.clap.fit`` zeroes the audio
+    projection after training (constant audio embeddings, every clip ties with every other:
+    a collapsed model, for CLAP and RobustCLAP, which both train through ``fit``);
+    ``collapse_fit(False)`` restores the real ``fit``."""
+    import torch
+
+    import clapcap.training.clap as clap
+
+    real_fit = clap.fit
+
+    def fit_then_collapse(model, **kw):
+        history = real_fit(model, **kw)
+        with torch.no_grad():
+            for p in model.audio_projection.parameters():
+                p.zero_()
+        return history
+
+    def collapse(on: bool = True) -> None:
+        monkeypatch.setattr(clap, "fit", fit_then_collapse if on else real_fit)
+
+    return collapse
+
+
+@pytest.fixture
 def one_torch_thread():
     """One intra-op torch thread for the test (as the SIGKILL driver uses), restored after:
     runs compared bit for bit must use the same thread count."""
-    import torch
+    from threads import one_torch_thread as one_thread
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         yield
-    finally:
-        torch.set_num_threads(before)

@@ -71,6 +71,16 @@ def test_stage_script_bad_param_names_file_and_line(tmp_path):
         assert "Traceback" not in out.stderr
 
 
+def _run_stage(script, section, tmp_path, monkeypatch, capsys):
+    """Run ``pipelines/<script>`` as ``__main__`` in ``tmp_path`` with a params.yaml holding
+    ``section``; returns its exit code and stderr."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(section)
+    with pytest.raises(SystemExit) as info:
+        runpy.run_path(str(ROOT / "pipelines" / script), run_name="__main__")
+    return info.value.code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("script,section,target,error", [
     ("train_clap.py", "train_clap: {}\n", "clapcap.training.clap.run_train_clap",
      TrainingCollapsed("val R@10 0.08 <= 3 x chance 0.03: training collapsed")),
@@ -82,12 +92,8 @@ def test_stage_script_runtime_error_is_one_line(script, section, target, error, 
         raise error
 
     monkeypatch.setattr(target, fail)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "params.yaml").write_text(section)
-    with pytest.raises(SystemExit) as info:
-        runpy.run_path(str(ROOT / "pipelines" / script), run_name="__main__")
-    assert info.value.code == 1
-    err = capsys.readouterr().err
+    code, err = _run_stage(script, section, tmp_path, monkeypatch, capsys)
+    assert code == 1
     assert f"clapcap: error: {error}" in err and "Traceback" not in err
 
 
@@ -186,10 +192,6 @@ def test_non_checkpoint_names_the_file(tmp_path):
 def test_failed_gate_says_why(script, section, target, report, expected, tmp_path, monkeypatch, capsys):
     """A failed gate exits 1 with one line naming the report (it exited 1 silently before)."""
     monkeypatch.setattr(target, lambda *_a, **_k: report)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "params.yaml").write_text(section)
-    with pytest.raises(SystemExit) as info:
-        runpy.run_path(str(ROOT / "pipelines" / script), run_name="__main__")
-    assert info.value.code == 1
-    err = capsys.readouterr().err
+    code, err = _run_stage(script, section, tmp_path, monkeypatch, capsys)
+    assert code == 1
     assert f"clapcap: error: {expected}" in err and "; see " in err and "Traceback" not in err

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI, Reply
+from threads import one_torch_thread
 
 
 def default_answer(body: dict[str, Any]) -> Reply:
@@ -43,11 +44,5 @@ def fake_llm() -> Iterator[FakeOpenAI]:
 @pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread() -> Iterator[None]:
     """One intra-op thread: on a shared 2-core machine two threads contend and run ~50x slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         yield
-    finally:
-        torch.set_num_threads(before)

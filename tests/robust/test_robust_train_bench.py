@@ -149,24 +149,14 @@ def test_sigkill_mid_epoch_resumes_after_the_last_checkpoint_bit_for_bit(robust_
     assert weights[0] == weights[1]
 
 
-def test_collapsed_fine_tune_raises_and_keeps_its_weights(robust_setup, tmp_path, monkeypatch, caplog):
-    import clapcap.training.clap as clap
+def test_collapsed_fine_tune_raises_and_keeps_its_weights(robust_setup, tmp_path, collapse_fit, caplog):
     from clapcap.robust.train import train_robust_clap
     from clapcap.training.clap import TrainingCollapsed
 
     root, _ = robust_setup
     ok = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "ok")), progress=False)
     assert not ok.skipped and "too small to test training against chance (4 clips" in caplog.text  # 4 val clips
-    real_fit = clap.fit
-
-    def fit_then_collapse(model, **kw):  # constant audio embeddings
-        history = real_fit(model, **kw)
-        with torch.no_grad():
-            for p in model.audio_projection.parameters():
-                p.zero_()
-        return history
-
-    monkeypatch.setattr(clap, "fit", fit_then_collapse)
+    collapse_fit()
     out = tmp_path / "collapsed"
     with pytest.raises(TrainingCollapsed, match=r"on the train split, t2a MRR .* p = 1,"):
         train_robust_clap(_train_params(root, out_dir=str(out), eval_split="train"), progress=False)

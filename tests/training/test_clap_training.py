@@ -65,19 +65,8 @@ def test_four_clip_val_split_trains_saves_and_warns_instead_of_collapsing(tiny_c
     assert not (tmp_path / "clap" / "collapsed.json").exists()
 
 
-def test_collapsed_model_raises_keeps_weights_and_is_not_taken_as_done(tiny_corpus, tmp_path, monkeypatch):
-    import clapcap.training.clap as clap
-
-    real_fit = clap.fit
-
-    def fit_then_collapse(model, **kw):  # constant audio embeddings: every clip ties with every other
-        history = real_fit(model, **kw)
-        with torch.no_grad():
-            for p in model.audio_projection.parameters():
-                p.zero_()
-        return history
-
-    monkeypatch.setattr(clap, "fit", fit_then_collapse)
+def test_collapsed_model_raises_keeps_weights_and_is_not_taken_as_done(tiny_corpus, tmp_path, collapse_fit):
+    collapse_fit()
     # 28 clips: testable; 8 epochs, so that the weights left unzeroed beat chance
     params = _params(tmp_path, tiny_corpus, eval_split="train", epochs=8)
     out = tmp_path / "clap"
@@ -93,7 +82,7 @@ def test_collapsed_model_raises_keeps_weights_and_is_not_taken_as_done(tiny_corp
     with pytest.raises(TrainingCollapsed):  # a rerun is not skipped as done: it checks again
         train_clap(params, progress=False)
 
-    monkeypatch.setattr(clap, "fit", real_fit)  # the trained (not zeroed) weights beat chance
+    collapse_fit(False)  # the trained (not zeroed) weights beat chance
     res = train_clap(params, progress=False)
     assert not res.skipped and (out / "train_result.json").is_file()
     assert not (out / "collapsed.json").exists()
