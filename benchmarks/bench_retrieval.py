@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from clapcap.retrieval.dump import EmbeddingDump
+from clapcap.data.dump import EmbeddingDump
 from clapcap.retrieval.metrics import evaluate_dump, retrieval_metrics
 
 KS = (1, 5, 10)

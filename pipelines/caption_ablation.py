@@ -9,9 +9,9 @@
 import argparse
 import sys
 
+from clapcap.captioning.study import CaptioningParams, run_ablation
 from clapcap.config import load_section
 from clapcap.entry import run_entry
-from clapcap.training.captioning_experiments import CaptioningParams, run_ablation
 
 
 def main() -> int:

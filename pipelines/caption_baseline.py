@@ -2,9 +2,9 @@
 
 import sys
 
+from clapcap.captioning.study import CaptioningParams, evaluate_baseline
 from clapcap.config import load_section
 from clapcap.entry import run_entry
-from clapcap.training.captioning_experiments import CaptioningParams, evaluate_baseline
 
 
 def main() -> int:

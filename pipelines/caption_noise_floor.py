@@ -3,9 +3,9 @@
 import argparse
 import sys
 
+from clapcap.captioning.study import CaptioningParams, noise_floor
 from clapcap.config import load_section
 from clapcap.entry import run_entry
-from clapcap.training.captioning_experiments import CaptioningParams, noise_floor
 
 
 def main() -> int:

@@ -2,10 +2,10 @@
 
 import sys
 
+from clapcap.captioning.registry import register_champion
+from clapcap.captioning.study import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_entry
-from clapcap.training.captioning_experiments import CaptioningParams
-from clapcap.training.captioning_registry import register_champion
 
 
 def main() -> int:

@@ -2,10 +2,10 @@
 
 import sys
 
+from clapcap.captioning.study import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.reporting.captioning_tables import write_summary
-from clapcap.training.captioning_experiments import CaptioningParams
 
 
 def main() -> int:

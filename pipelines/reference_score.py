@@ -2,13 +2,14 @@
 
 import sys
 
+from clapcap.config import load_section
 from clapcap.entry import run_entry
+from clapcap.reference.config import ReferenceParams
 from clapcap.reference.generate import run_all_references
-from clapcap.reference.params import load_reference_params
 
 
 def main() -> int:
-    run_all_references(load_reference_params())
+    run_all_references(load_section(ReferenceParams, "reference"))
     return 0
 
 

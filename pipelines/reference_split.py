@@ -2,13 +2,14 @@
 
 import sys
 
+from clapcap.config import load_section
 from clapcap.entry import run_entry
-from clapcap.evaluation.reference import dump_split
-from clapcap.reference.params import load_reference_params
+from clapcap.evaluation.shared_split import dump_split
+from clapcap.reference.config import ReferenceParams
 
 
 def main() -> int:
-    params = load_reference_params()
+    params = load_section(ReferenceParams, "reference")
     dump_split(params.dataset_dir, params.split_dir, split=params.split)
     return 0
 

@@ -2,10 +2,10 @@
 
 import sys
 
+from clapcap.clap.config import TrainClapParams
+from clapcap.clap.train import run_train_clap
 from clapcap.config import load_section
-from clapcap.encoders.config import TrainClapParams
 from clapcap.entry import run_entry
-from clapcap.training.clap import run_train_clap
 
 
 def main() -> int:

@@ -177,13 +177,13 @@ def sigkill_at(tmp_path):
 
 @pytest.fixture
 def collapse_fit(monkeypatch):
-    """``collapse_fit(on=True)``: from now on ``clapcap.training.clap.fit`` zeroes the audio
+    """``collapse_fit(on=True)``: from now on ``clapcap.clap.train.fit`` zeroes the audio
     projection after training (constant audio embeddings, every clip ties with every other:
     a collapsed model, for CLAP and RobustCLAP, which both train through ``fit``);
     ``collapse_fit(False)`` restores the real ``fit``."""
     import torch
 
-    import clapcap.training.clap as clap
+    import clapcap.clap.train as clap
 
     real_fit = clap.fit
 

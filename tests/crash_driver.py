@@ -4,7 +4,7 @@ Usage (the ``sigkill_at`` fixture in tests/conftest.py builds the call)::
 
     python tests/crash_driver.py '{"kind": ..., "params": {...}, "at": ..., "n": N, "marker": PATH}'
 
-``kind``: ``clap`` (:func:`~clapcap.training.clap.train_clap`, params of ``TrainClapParams``),
+``kind``: ``clap`` (:func:`~clapcap.clap.train.train_clap`, params of ``TrainClapParams``),
 ``robust`` (:func:`~clapcap.robust.train.train_robust_clap`, ``RobustTrainParams``) or
 ``embed`` (:func:`~clapcap.encoders.embed.embed_dataset`; params ``encoder`` (an
 ``EncoderConfig`` dict), ``dataset_dir``, ``split``, ``out``).
@@ -63,7 +63,7 @@ def _hook_checkpoint_write(n: int, marker: str) -> None:
 
 
 def _hook_train_step(n: int, marker: str) -> None:
-    import clapcap.training.clap as clap
+    import clapcap.clap.train as clap
 
     real_fit, calls = clap.fit, [0]
 
@@ -103,7 +103,7 @@ def _hook_audio_batch(n: int, marker: str) -> None:
 
 
 def _hook_dump_write(n: int, marker: str) -> None:
-    import clapcap.retrieval.dump as dump
+    import clapcap.data.dump as dump
 
     real = dump.write_npz_deterministic
 
@@ -129,8 +129,8 @@ def main(spec: dict[str, Any]) -> None:
     HOOKS[spec["at"]](int(spec["n"]), spec["marker"])
     params = spec["params"]
     if spec["kind"] == "clap":
-        from clapcap.encoders.config import TrainClapParams
-        from clapcap.training.clap import train_clap
+        from clapcap.clap.config import TrainClapParams
+        from clapcap.clap.train import train_clap
 
         train_clap(from_dict(TrainClapParams, params), progress=False)
     elif spec["kind"] == "robust":

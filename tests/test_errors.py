@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clapcap.clap.train import TrainingCollapsed
 from clapcap.cli import main
 from clapcap.config import ConfigError
 from clapcap.data.audio import AudioError
+from clapcap.data.dump import DumpError
 from clapcap.data.manifest import ManifestError
 from clapcap.entry import run_entry
 from clapcap.errors import ClapcapError, exit_code
@@ -26,8 +28,6 @@ from clapcap.evaluation.aac_assets import AssetError as AacAssetError
 from clapcap.llm.errors import LLMError, MissingKeyError
 from clapcap.pairwise.ratings import RatingsError
 from clapcap.quality.validate import DataValidationError
-from clapcap.retrieval.dump import DumpError
-from clapcap.training.clap import TrainingCollapsed
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -82,7 +82,7 @@ def _run_stage(script, section, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("script,section,target,error", [
-    ("train_clap.py", "train_clap: {}\n", "clapcap.training.clap.run_train_clap",
+    ("train_clap.py", "train_clap: {}\n", "clapcap.clap.train.run_train_clap",
      TrainingCollapsed("val R@10 0.08 <= 3 x chance 0.03: training collapsed")),
     ("robust_paraphrase.py", "robust_paraphrase: {}\n", "clapcap.paraphrase.dataset.run_paraphrase",
      LLMError("http://127.0.0.1:9/v1: connection refused after 3 attempts")),

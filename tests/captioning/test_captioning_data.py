@@ -11,8 +11,8 @@ import yaml
 from caption_fixtures import TINY_MODEL, make_dump
 
 from clapcap.captioning.data import load_caption_split, most_common_caption, trivial_baseline
+from clapcap.data.dump import DumpError
 from clapcap.data.prepare import load_dataset
-from clapcap.retrieval.dump import DumpError
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_cli_train_generate_and_group(dumps, tiny_corpus, tmp_path, monkeypatch)
 
 def test_frame_mask_excludes_padding(tiny_corpus, tmp_path):
     from clapcap.captioning.data import embeddings_by_clip
-    from clapcap.retrieval.dump import load_dump, save_dump
+    from clapcap.data.dump import load_dump, save_dump
 
     dump = load_dump(make_dump(tiny_corpus, tmp_path / "m.npz", dim=4, frames=3))
     frames = dump.extras["audio_frames"]

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
+from clapcap.captioning import study as exp
 from clapcap.config import ConfigError, from_dict
-from clapcap.training import captioning_experiments as exp
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
          "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
@@ -120,7 +120,7 @@ def test_summary_tables(study):
 
 
 def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
-    from clapcap.training.captioning_registry import (
+    from clapcap.captioning.registry import (
         candidates,
         load_champion,
         register_champion,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions
 
+from clapcap.captioning import study as exp
 from clapcap.config import from_dict
-from clapcap.training import captioning_experiments as exp
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
          "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
@@ -20,9 +20,9 @@ def audio_study(tiny_corpus, tmp_path, monkeypatch):
     """A tiny saved CLAP, its dumps of the tiny corpus, and one trained GPT-2 captioner on them."""
     import torch
 
+    from clapcap.clap.model import TinyClapConfig, build_tiny_clap, save_clap, tiny_preprocessing
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
-    from clapcap.encoders.tiny import TinyClapConfig, build_tiny_clap, save_clap, tiny_preprocessing
 
     torch.set_num_threads(1)
     monkeypatch.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
@@ -45,9 +45,9 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
     from clapcap.captioning.data import embeddings_by_clip
     from clapcap.captioning.generation import DecodingConfig, generate_captions
     from clapcap.captioning.model import load_captioner
+    from clapcap.captioning.registry import load_champion, register_champion
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
-    from clapcap.training.captioning_registry import load_champion, register_champion
 
     params, clap_dir = audio_study
     result = register_champion(params)
@@ -68,9 +68,10 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
 
 def test_service_errors_on_audio_without_encoder_and_on_bad_files(audio_study, tmp_path):
     from clapcap.captioning.serving import CaptionerService, audio_paths
+    from clapcap.captioning.study import baseline_run_name
     from clapcap.data.audio import AudioError
-    from clapcap.encoders.base import EncoderConfig, create_encoder
-    from clapcap.training.captioning_experiments import baseline_run_name
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.factory import create_encoder
 
     params, clap_dir = audio_study
     checkpoint = exp.execute_run(params, exp.lm_specs(params, "gpt2")[0])["checkpoint"]
@@ -91,10 +92,10 @@ def test_service_errors_on_audio_without_encoder_and_on_bad_files(audio_study, t
 
 
 def test_cli_captions_audio_with_the_registered_champion(audio_study, mlflow_uri, tmp_path, capsys):
+    from clapcap.captioning.registry import load_champion, register_champion
     from clapcap.cli import main
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
-    from clapcap.training.captioning_registry import load_champion, register_champion
     from clapcap.utils.io import read_json
 
     params, _ = audio_study

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from clapcap.cli import main
-from clapcap.retrieval.dump import load_dump
+from clapcap.data.dump import load_dump
 
 
 def test_cli_embed(tiny_corpus, tmp_path):

@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 import torch
 
+from clapcap.clap.preprocessing import ClapPreprocessing
+from clapcap.data.dump import EmbeddingDump
 from clapcap.encoders.convert import (
     ConversionError,
     convert_laion_state_dict,
     convert_state_dict,
     infer_config,
 )
-from clapcap.encoders.hf_clap import ClapPreprocessing, HFClapEncoder
-from clapcap.retrieval.dump import EmbeddingDump
+from clapcap.encoders.hf_clap import HFClapEncoder
 from clapcap.retrieval.identity import DIFFERENT, SAME, checkpoint_identity
 
 IDS = torch.tensor([[0, 5, 7, 9, 2, 1, 1], [0, 11, 2, 1, 1, 1, 1], [0, 4, 5, 6, 7, 8, 2]])

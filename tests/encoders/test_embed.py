@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from clapcap.config import ConfigError
+from clapcap.data.dump import load_dump
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.config import EmbedParams
 from clapcap.encoders.embed import dump_path, embed_all, embed_dataset
-from clapcap.retrieval.dump import load_dump
 
 
 def test_dump_contract_and_skip(tiny_corpus, tmp_path, monkeypatch):

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from clapcap.encoders.base import EncoderConfig, create_encoder
+from clapcap.data.dump import load_dump
+from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.embed import embed_all, embed_dataset, is_complete
+from clapcap.encoders.factory import create_encoder
 from clapcap.encoders.partial import BatchStore, partial_dir
-from clapcap.retrieval.dump import load_dump
 
 CFG = EncoderConfig(name="tiny", batch_size=4)  # train split: 28 clips = 7 audio batches, 140 captions = 9 text
 

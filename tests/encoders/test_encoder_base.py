@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from clapcap.encoders.base import EncoderConfig, check_texts, check_waves, create_encoder, crop_wave
+from clapcap.data.audio import crop_wave
+from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
+from clapcap.encoders.factory import create_encoder
 
 
 def test_crop_wave_head_center_and_short():
@@ -36,8 +38,9 @@ def test_create_encoder_rejects_unknown_backend():
 
 
 def test_config_sections_are_strict(tmp_path):
+    from clapcap.clap.config import TrainClapParams
     from clapcap.config import ConfigError, load_section
-    from clapcap.encoders.config import EmbedParams, IdentityParams, TrainClapParams
+    from clapcap.encoders.config import EmbedParams, IdentityParams
 
     p = tmp_path / "params.yaml"
     p.write_text("train_clap:\n  epochs: 2\n  model: {spec_size: 128}\n"

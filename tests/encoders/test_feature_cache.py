@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 
+from clapcap.clap import features
+from clapcap.clap.features import cache_features, dataset_fingerprint
+from clapcap.clap.model import TinyClapConfig, build_feature_extractor
+from clapcap.clap.preprocessing import ClapPreprocessing
 from clapcap.data.manifest import read_manifest, write_manifest
-from clapcap.encoders import features
-from clapcap.encoders.features import cache_features, dataset_fingerprint
-from clapcap.encoders.hf_clap import ClapPreprocessing
-from clapcap.encoders.tiny import TinyClapConfig, build_feature_extractor
 
 
 def _copy(corpus, dest):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from clapcap.encoders.base import AudioEncoder, AudioTextEncoder, EncoderConfig, create_encoder
+from clapcap.encoders.base import AudioEncoder, AudioTextEncoder, EncoderConfig
+from clapcap.encoders.factory import create_encoder
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,15 @@
 import numpy as np
 import pytest
 
-from clapcap.encoders.base import EncoderConfig, create_encoder
-from clapcap.encoders.hf_clap import ClapPreprocessing, clap_features
-from clapcap.encoders.tiny import (
+from clapcap.clap.model import (
     TinyClapConfig,
     build_feature_extractor,
     build_tiny_clap,
     save_clap,
 )
+from clapcap.clap.preprocessing import ClapPreprocessing, clap_features
+from clapcap.encoders.base import EncoderConfig
+from clapcap.encoders.factory import create_encoder
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clapcap.encoders.base import EncoderConfig, create_encoder
+from clapcap.encoders.base import EncoderConfig
+from clapcap.encoders.factory import create_encoder
 
 
 def _tone(freq: float, seconds: float = 1.0) -> np.ndarray:

@@ -11,9 +11,9 @@ from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_path, monkeypatch):
     import torch
 
+    from clapcap.captioning import study as exp
     from clapcap.config import from_dict
     from clapcap.flows.captioning import run_sweep
-    from clapcap.training import captioning_experiments as exp
 
     torch.set_num_threads(1)
     monkeypatch.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
@@ -39,9 +39,9 @@ def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_p
 
 
 def test_concurrency_must_be_positive():
+    from clapcap.captioning.study import CaptioningParams
     from clapcap.config import from_dict
     from clapcap.flows.captioning import run_sweep
-    from clapcap.training.captioning_experiments import CaptioningParams
 
     with pytest.raises(ValueError, match="concurrency"):
         run_sweep(from_dict(CaptioningParams, {}), concurrency=0)

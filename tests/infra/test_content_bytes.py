@@ -40,11 +40,11 @@ def _files(root: Path, *folders: str) -> dict[str, bytes]:
 
 
 def test_two_checkouts_build_identical_bytes(tmp_path, monkeypatch):
+    from clapcap.clap.config import TrainClapParams
+    from clapcap.clap.train import run_signature
+    from clapcap.data.prepare import dataset_fingerprint
     from clapcap.encoders.base import EncoderConfig
-    from clapcap.encoders.config import TrainClapParams
     from clapcap.encoders.embed import embed_dataset
-    from clapcap.encoders.features import dataset_fingerprint
-    from clapcap.training.clap import run_signature
 
     a = _checkout(tmp_path / "a", 1_000_000_000_000_000_000)
     b = _checkout(tmp_path / "elsewhere" / "deeper" / "b", 1_700_000_000_000_000_000)

@@ -91,8 +91,8 @@ def test_every_stage_depends_on_the_code_it_imports():
 
 def test_the_check_sees_lazy_imports_and_reports_gaps(tmp_path):
     script = tmp_path / "stage.py"
-    script.write_text("def main():\n    from clapcap.tables import read_text_table\n")
+    script.write_text("def main():\n    from clapcap.data.csv_reader import read_text_table\n")
     files = import_closure(script)
-    assert "src/clapcap/tables.py" in files
-    assert uncovered(files, ["src/clapcap/utils", "src/clapcap/errors.py"]) == ["src/clapcap/tables.py"]
+    assert "src/clapcap/data/csv_reader.py" in files
+    assert uncovered(files, ["src/clapcap/utils", "src/clapcap/errors.py"]) == ["src/clapcap/data/csv_reader.py"]
     assert uncovered(files, ["src/clapcap"]) == []

@@ -15,9 +15,9 @@ from csvfuzz import Row
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from clapcap.data.csv_reader import TableError
 from clapcap.pairwise.pairs import read_reference
 from clapcap.pairwise.ratings import REQUIRED_COLUMNS, RatingsError, read_ratings
-from clapcap.tables import TableError
 
 EXTRA = ["shown_order", "timestamp", "notes"]
 CELLS = {"item_id": (["i1", "i2", "i3", " i1 "], ["", "  "]),

@@ -8,6 +8,6 @@ import pytest
 @pytest.fixture(scope="session")
 def small_split(tiny_corpus, tmp_path_factory):
     """The tiny corpus' test split dumped once; returns (csv, json) paths."""
-    from clapcap.evaluation.reference import dump_split
+    from clapcap.evaluation.shared_split import dump_split
 
     return dump_split(tiny_corpus, tmp_path_factory.mktemp("split"))

@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 
+from clapcap.data.dump import EmbeddingDump, save_dump
 from clapcap.evaluation.leakage import LeakageParams
-from clapcap.evaluation.reference import dump_split, read_split_json, score_reference
+from clapcap.evaluation.shared_split import dump_split, read_split_json, score_reference
 from clapcap.reference.baselines import nearest_caption_predictions, planted_leak_predictions
-from clapcap.retrieval.dump import EmbeddingDump, save_dump
 
 
 def _dump(path, audio, text, idx, prefix):

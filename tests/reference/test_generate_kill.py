@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 import clapcap
-from clapcap.evaluation.reference import read_split_json
+from clapcap.evaluation.shared_split import read_split_json
 from clapcap.reference.progress import ProgressCache
 from clapcap.utils.io import read_json
 

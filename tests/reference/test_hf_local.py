@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from clapcap.evaluation.reference import read_split_json
+from clapcap.evaluation.shared_split import read_split_json
 from clapcap.reference.config import GenerationConfig, HFLocalConfig, ReferenceSpec
 from clapcap.reference.generate import generate_reference
 from clapcap.utils.io import read_json

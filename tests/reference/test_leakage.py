@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from clapcap.evaluation.leakage import LeakageParams, decide_leakage, permutation_test
-from clapcap.evaluation.reference import score_reference
+from clapcap.evaluation.shared_split import score_reference
 from clapcap.utils.io import write_json
 
 NOUNS = ["dog", "cat", "bird", "car", "train", "piano", "guitar", "drum", "violin", "rain",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from clapcap.config import ConfigError
-from clapcap.reference.params import find_spec, load_reference_params
+from clapcap.config import ConfigError, load_section
+from clapcap.reference.config import ReferenceParams, find_spec
 
 YAML = """
 reference:
@@ -28,7 +28,7 @@ reference:
 def test_reference_params_parse(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text(YAML)
-    params = load_reference_params(path)
+    params = load_section(ReferenceParams, "reference", path)
     spec = find_spec(params, "qwen3_omni_captioner")
     assert spec.api.stream is True and spec.generation.max_new_tokens == 256 and spec.trim_words == 50
     assert find_spec(params, "lp_music_caps_transfer").generation.max_new_tokens == 128  # default
@@ -40,7 +40,7 @@ def test_reference_params_reject_unknown_and_secret_keys(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text(YAML.replace("api_key_env: DASHSCOPE_API_KEY", "api_key: sk-123"))
     with pytest.raises(ConfigError, match="api_key"):
-        load_reference_params(path)
+        load_section(ReferenceParams, "reference", path)
     path.write_text(YAML.replace("backend: import", "backend: imported"))
     with pytest.raises(ConfigError, match="backend"):
-        load_reference_params(path)
+        load_section(ReferenceParams, "reference", path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from clapcap.evaluation.reference import read_split, read_split_json
+from clapcap.evaluation.shared_split import read_split, read_split_json
 from clapcap.reference.api import ApiCaptioner, ApiError
 from clapcap.reference.config import ApiConfig, GenerationConfig, ReferenceSpec
 from clapcap.reference.generate import generate_reference
@@ -38,7 +38,7 @@ def test_dump_split_csv_and_json(small_split, tiny_corpus):
 
 
 def test_dump_split_carries_is_audioset_eval(tmp_path, tiny_corpus):
-    from clapcap.evaluation.reference import dump_split
+    from clapcap.evaluation.shared_split import dump_split
 
     csv_path, _ = dump_split(tiny_corpus, tmp_path, split="train")
     flags = set(read_split(csv_path).flags.values())

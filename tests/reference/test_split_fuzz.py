@@ -1,4 +1,4 @@
-"""Fuzzing the reference captioners' split CSV (clapcap.evaluation.reference.read_split).
+"""Fuzzing the reference captioners' split CSV (clapcap.evaluation.shared_split.read_split).
 
 Allowed outcomes: every row read as one reference of its clip (clips in file order), or a
 ``TableError`` naming the file and the row's 1-based file line. Never a crash or a row
@@ -13,8 +13,8 @@ from csvfuzz import Row
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from clapcap.evaluation.reference import SPLIT_COLUMNS, read_split
-from clapcap.tables import TableError
+from clapcap.data.csv_reader import TableError
+from clapcap.evaluation.shared_split import SPLIT_COLUMNS, read_split
 
 FLAGS = {"": None, "nan": None, "none": None, "true": True, "1": True, "false": False, "0": False}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clapcap.retrieval.dump import EmbeddingDump, save_dump
+from clapcap.data.dump import EmbeddingDump, save_dump
 
 
 def random_dump(n_clips: int = 40, captions_per_clip: int | list[int] = 5, dim: int = 8,

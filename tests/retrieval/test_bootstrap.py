@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from clapcap.data.dump import DumpError
 from clapcap.retrieval.bootstrap import bootstrap_ci, check_same_queries, paired_bootstrap
-from clapcap.retrieval.dump import DumpError
 from clapcap.retrieval.metrics import aggregate, metric_names, per_query_dump
 
 

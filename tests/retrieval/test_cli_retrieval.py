@@ -46,7 +46,7 @@ def test_cli_evaluate_laion_and_no_bootstrap(tmp_path, dump_file):
 
 
 def test_cli_evaluate_bad_dump_exits_2(tmp_path, capsys, make_dump):
-    from clapcap.retrieval.dump import save_dump
+    from clapcap.data.dump import save_dump
 
     dump = make_dump(n_clips=4, captions_per_clip=1)
     dump.caption_clip_index = np.array([0, 1, 2, 2])  # clip 3 has no caption
@@ -112,7 +112,7 @@ def test_mlflow_keys_and_logging(tmp_path, dump_file, mlflow_uri):
 
 
 def test_dump_labels_and_metrics_paths_are_unique(tmp_path):
-    from clapcap.retrieval.dump import dump_labels
+    from clapcap.data.dump import dump_labels
 
     paths = [str(tmp_path / "emb" / enc / "synth" / "test.npz") for enc in ("tiny", "hf")]
     assert dump_labels(paths) == ["tiny__synth__test", "hf__synth__test"]

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from clapcap.retrieval.dump import DumpError, EmbeddingDump, save_dump
+from clapcap.data.dump import DumpError, EmbeddingDump, save_dump
 from clapcap.retrieval.identity import DIFFERENT, SAME, checkpoint_identity, identity_report
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump
+from clapcap.data.dump import DumpError, EmbeddingDump, load_dump
 from clapcap.retrieval.metrics import (
     aggregate,
     evaluate_dump,

@@ -10,7 +10,7 @@ import pytest
 
 from clapcap.cli import main
 from clapcap.errors import ClapcapError
-from clapcap.retrieval import metrics, reference
+from clapcap.retrieval import independent, metrics
 from clapcap.retrieval.parity import parity_report, run_parity
 from clapcap.utils.io import read_json
 
@@ -20,8 +20,8 @@ TOP_KEYS = ["cells", "n_cells", "cells_with_multi_positive_ap", "tolerance", "wo
             "passed", "failures"]
 
 
-def test_reference_shares_no_code_with_harness():
-    tree = ast.parse(inspect.getsource(reference))
+def test_independent_shares_no_code_with_harness():
+    tree = ast.parse(inspect.getsource(independent))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not any(m and m.startswith("clapcap") for m in imported), imported
@@ -123,7 +123,7 @@ def test_pipeline_stages_read_params(monkeypatch, tmp_path, dump_file):
 
 
 def test_parity_sources_unique_when_file_names_repeat(tmp_path, make_dump):
-    from clapcap.retrieval.dump import save_dump
+    from clapcap.data.dump import save_dump
 
     paths = [save_dump(make_dump(n_clips=6, captions_per_clip=1, seed=s), tmp_path / enc / "test.npz")
              for s, enc in enumerate(("tiny", "hf"))]
@@ -137,7 +137,7 @@ def test_dump_bytes_are_deterministic(tmp_path):
 
     import numpy as np
 
-    from clapcap.retrieval.dump import EmbeddingDump, load_dump, save_dump
+    from clapcap.data.dump import EmbeddingDump, load_dump, save_dump
 
     rng = np.random.default_rng(0)
     dump = EmbeddingDump(rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=(6, 4)).astype(np.float32),

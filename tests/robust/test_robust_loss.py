@@ -68,8 +68,8 @@ def test_progressive_schedule():
 
 
 def test_gradient_reaches_text_tower():
-    from clapcap.encoders.hf_clap import ClapPreprocessing, clap_features, tokenize
-    from clapcap.encoders.tiny import TinyClapConfig, build_tiny_clap
+    from clapcap.clap.model import TinyClapConfig, build_tiny_clap
+    from clapcap.clap.preprocessing import ClapPreprocessing, clap_features, tokenize
 
     texts = ["a loud beep", "a soft hum", "a bell twice", "a deep drum"]
     views = ["a booming bleep", "a faint murmur", "a gong in a pair", "a bassy thud"]
@@ -86,7 +86,7 @@ def test_gradient_reaches_text_tower():
                                  cfg, {"view2": 1.0})
     loss.backward()
     # With the views switched off it is the default CLAP's own training loss.
-    from clapcap.training.clap import symmetric_contrastive_loss
+    from clapcap.clap.train import symmetric_contrastive_loss
 
     batch = {"input_features": feats, "is_longer": longer, **tokenize(tok, texts)}
     plain, _ = multiview_loss(audio, cap, {"view2": (v2, None)}, model.logit_scale_a, model.logit_scale_t,

@@ -14,14 +14,14 @@ from clapcap.robust.config import MultiViewLossConfig, RobustBenchParams, Robust
 @pytest.fixture(scope="module")
 def robust_setup(tiny_corpus, tmp_path_factory):
     """Paraphrased corpus (corpus backend) + a saved tiny random base CLAP."""
-    from clapcap.data.prepare import load_dataset
-    from clapcap.encoders.tiny import (
+    from clapcap.clap.model import (
         TinyClapConfig,
         build_tiny_clap,
         build_vocab,
         save_clap,
         tiny_preprocessing,
     )
+    from clapcap.data.prepare import load_dataset
 
     root = tmp_path_factory.mktemp("robust")
     report = paraphrase_dataset(ParaphraseParams(dataset_dir=str(tiny_corpus), out_dir=str(root / "para")),
@@ -50,7 +50,7 @@ def test_train_resume_skip_and_benchmark(robust_setup, tmp_path, caplog):
     first = train_robust_clap(_train_params(root), progress=False)
     assert len(first.history) == 1 and first.history[0]["loss"] > 0
     assert {"t2a_r@10", "view1_t2a_r@10", "view2_t2a_r@10"} <= set(first.history[0])
-    from clapcap.encoders.tiny import build_vocab
+    from clapcap.clap.model import build_vocab
 
     train_words = set(build_vocab(t for col in ("captions", "paraphrases_v1", "paraphrases_v2")
                                   for texts in train[col] for t in texts))
@@ -150,8 +150,8 @@ def test_sigkill_mid_epoch_resumes_after_the_last_checkpoint_bit_for_bit(robust_
 
 
 def test_collapsed_fine_tune_raises_and_keeps_its_weights(robust_setup, tmp_path, collapse_fit, caplog):
+    from clapcap.clap.train import TrainingCollapsed
     from clapcap.robust.train import train_robust_clap
-    from clapcap.training.clap import TrainingCollapsed
 
     root, _ = robust_setup
     ok = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "ok")), progress=False)

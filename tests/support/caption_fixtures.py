@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from clapcap.captioning.model import CaptionerConfig
+from clapcap.captioning.train import StageConfig, TrainConfig
+from clapcap.data.dump import EmbeddingDump, save_dump
 from clapcap.data.prepare import load_dataset
-from clapcap.retrieval.dump import EmbeddingDump, save_dump
-from clapcap.training.captioning import StageConfig, TrainConfig
 
 TINY_MODEL = {"hidden": 32, "layers": 1, "heads": 2, "prefix_length": 4, "vocab_size": 200,
               "max_caption_tokens": 24, "n_positions": 64}

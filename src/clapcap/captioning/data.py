@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from clapcap.retrieval.dump import DumpError, load_dump
+from clapcap.data.dump import DumpError, load_dump
 
 logger = logging.getLogger(__name__)
 

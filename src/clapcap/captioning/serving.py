@@ -125,7 +125,8 @@ def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
         decoding = from_dict(DecodingConfig, json.loads(Path(artifacts["decoding"]).read_text()))
     encoder = None
     if "encoder_config" in artifacts:
-        from clapcap.encoders.base import EncoderConfig, create_encoder
+        from clapcap.encoders.base import EncoderConfig
+        from clapcap.encoders.factory import create_encoder
 
         cfg = from_dict(EncoderConfig, json.loads(Path(artifacts["encoder_config"]).read_text()))
         if "encoder" in artifacts:

@@ -18,8 +18,8 @@ logger = logging.getLogger(__name__)
 
 
 def _params(args: argparse.Namespace) -> Any:
+    from clapcap.captioning.study import CaptioningParams
     from clapcap.config import load_section
-    from clapcap.training.captioning_experiments import CaptioningParams
 
     params = load_section(CaptioningParams, "captioning", args.params)
     if getattr(args, "no_track", False):
@@ -28,7 +28,7 @@ def _params(args: argparse.Namespace) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from clapcap.training.captioning_experiments import run_ablation
+    from clapcap.captioning.study import run_ablation
 
     records = run_ablation(_params(args), "lm", lm=args.lm, seed=args.seed)
     for rec in records:
@@ -37,7 +37,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _lr_search(args: argparse.Namespace) -> int:
-    from clapcap.training.captioning_experiments import run_lr_search
+    from clapcap.captioning.study import run_lr_search
 
     best = run_lr_search(_params(args), args.lm)
     logger.info("chosen LRs: stage 1 %.2e, stage 2 projection %.2e LM %.2e (plot %s)",
@@ -76,7 +76,7 @@ def _caption(args: argparse.Namespace) -> int:
 
 
 def _ablate(args: argparse.Namespace) -> int:
-    from clapcap.training.captioning_experiments import run_ablation
+    from clapcap.captioning.study import run_ablation
 
     records = run_ablation(_params(args), args.kind, lm=args.lm, name=args.name, seed=args.seed)
     logger.info("%d %s configuration(s) done", len(records), args.kind)
@@ -84,7 +84,7 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _noise_floor(args: argparse.Namespace) -> int:
-    from clapcap.training.captioning_experiments import noise_floor
+    from clapcap.captioning.study import noise_floor
 
     params = _params(args)
     for lm in [args.lm] if args.lm else params.lms:
@@ -95,7 +95,7 @@ def _noise_floor(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
-    from clapcap.training.captioning_experiments import evaluate_baseline
+    from clapcap.captioning.study import evaluate_baseline
 
     rec = evaluate_baseline(_params(args))
     logger.info("trivial baseline %r: test %s", rec["caption"], rec["test"]["corpus"])
@@ -111,7 +111,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    from clapcap.training.captioning_registry import register_champion
+    from clapcap.captioning.registry import register_champion
 
     result = register_champion(_params(args))
     logger.info("champion %s -> %s@%s v%d", result["name"], result["registered_model"], result["alias"],

@@ -12,17 +12,18 @@ logger = logging.getLogger(__name__)
 
 
 def _dump_split(args: argparse.Namespace) -> int:
-    from clapcap.evaluation.reference import dump_split
+    from clapcap.evaluation.shared_split import dump_split
 
     dump_split(args.dataset, args.out_dir, split=args.split)
     return 0
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from clapcap.config import load_section
+    from clapcap.reference.config import ReferenceParams, find_spec
     from clapcap.reference.generate import generate_reference
-    from clapcap.reference.params import find_spec, load_reference_params
 
-    params = load_reference_params(args.params)
+    params = load_section(ReferenceParams, "reference", args.params)
     spec = find_spec(params, args.name)
     split_json = args.split_json or f"{params.split_dir}/split.json"
     # An ApiError exits 1; progress so far is kept in the cache, so a rerun resumes.
@@ -31,7 +32,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from clapcap.evaluation.reference import read_split_json
+    from clapcap.evaluation.shared_split import read_split_json
     from clapcap.reference.generate import import_predictions, predictions_path
 
     dst = predictions_path(args.out_dir, args.name)
@@ -41,7 +42,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from clapcap.evaluation.reference import score_reference
+    from clapcap.evaluation.shared_split import score_reference
 
     out = score_reference(args.predictions, args.split, args.name, out_path=args.out,
                           held_out_name=args.held_out_name, trim_words=args.trim_words,

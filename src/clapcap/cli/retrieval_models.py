@@ -60,9 +60,9 @@ def _identity_check(args: argparse.Namespace) -> int:
 
 
 def _train_clap(args: argparse.Namespace) -> int:
+    from clapcap.clap.config import TrainClapParams
+    from clapcap.clap.train import run_train_clap
     from clapcap.config import load_section
-    from clapcap.encoders.config import TrainClapParams
-    from clapcap.training.clap import run_train_clap
 
     params = load_section(TrainClapParams, "train_clap", args.params)
     if args.no_track:

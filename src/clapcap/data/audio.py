@@ -144,3 +144,25 @@ class LoadReport:
     def add(self, err: AudioError) -> None:
         self.skipped.append({"path": str(err.path), "reason": err.reason})
         logger.warning("skipping %s: %s", err.path, err.reason)
+
+
+def crop_wave(wave: np.ndarray, max_samples: int, mode: str = "head") -> np.ndarray:
+    """Cut ``wave`` to at most ``max_samples`` samples, deterministically.
+
+    Both CLAP pipelines crop clips longer than their window at a *random* offset
+    (``np.random.randint``); cropping here first makes that branch unreachable.
+
+    Raises:
+        ValueError: on an unknown mode or a non 1-D wave.
+    """
+    wave = np.asarray(wave, dtype=np.float32)
+    if wave.ndim != 1:
+        raise ValueError(f"expected a mono 1-D waveform, found shape {wave.shape}")
+    if wave.shape[0] <= max_samples:
+        return wave
+    if mode == "head":
+        return wave[:max_samples]
+    if mode == "center":
+        start = (wave.shape[0] - max_samples) // 2
+        return wave[start:start + max_samples]
+    raise ValueError(f"unknown crop mode {mode!r}; expected 'head' or 'center'")

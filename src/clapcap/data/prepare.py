@@ -217,3 +217,18 @@ def check_build(params: DataParams, *, memo_path: str | Path | None = None) -> N
     manifest = Path(params.out_dir) / "manifest.csv"
     if not manifest.is_file() or build.get("manifest_sha256") != sha256_file(manifest):
         raise StaleDatasetError(f"{manifest} is missing or is not the manifest {path} records: {rerun}")
+
+
+def dataset_fingerprint(dataset_dir: str | Path) -> str:
+    """SHA-256 of a prepared dataset's content: ``manifest.csv``'s bytes and ``dataset.json``
+    without its ``root`` (where the audio is, not what it is; what it is, is in ``build``'s
+    listing hash for a real dataset and in the params hash for the synthetic one).
+
+    No path and no mtime enter it, so two copies of one dataset in different folders agree.
+
+    Raises:
+        FileNotFoundError: naming ``manifest.csv`` or ``dataset.json`` when missing.
+    """
+    dataset_dir = Path(dataset_dir)
+    info = {k: v for k, v in read_json(dataset_dir / "dataset.json").items() if k != "root"}
+    return sha256_json([sha256_file(dataset_dir / "manifest.csv"), info])

@@ -33,8 +33,8 @@ from typing import Literal
 import pandas as pd
 
 from clapcap.data.audio import AudioError, LoadReport, audio_info
+from clapcap.data.csv_reader import file_line, read_text_table
 from clapcap.data.manifest import REQUIRED_COLUMNS, SPLITS, ManifestError, resolve_audio_path
-from clapcap.tables import file_line, read_text_table
 
 logger = logging.getLogger(__name__)
 OnError = Literal["raise", "skip"]

@@ -1,8 +1,8 @@
-"""The encoder interface, its config dataclass and the one factory :func:`create_encoder`.
+"""The encoder interface and its config dataclass (the factory is :mod:`clapcap.encoders.factory`).
 
 Every backend turns mono float32 waveforms at ``encoder.sample_rate`` into one embedding
 per clip, and (for CLAP-style encoders) captions into embeddings in the same space.
-Backends are imported inside :func:`create_encoder`, so importing this module is cheap.
+This module imports no backend, so every backend can import it.
 """
 
 from __future__ import annotations
@@ -80,28 +80,6 @@ class AudioTextEncoder(AudioEncoder, Protocol):
         ...
 
 
-def crop_wave(wave: np.ndarray, max_samples: int, mode: str = "head") -> np.ndarray:
-    """Cut ``wave`` to at most ``max_samples`` samples, deterministically.
-
-    Both CLAP pipelines crop clips longer than their window at a *random* offset
-    (``np.random.randint``); cropping here first makes that branch unreachable.
-
-    Raises:
-        ValueError: on an unknown mode or a non 1-D wave.
-    """
-    wave = np.asarray(wave, dtype=np.float32)
-    if wave.ndim != 1:
-        raise ValueError(f"expected a mono 1-D waveform, found shape {wave.shape}")
-    if wave.shape[0] <= max_samples:
-        return wave
-    if mode == "head":
-        return wave[:max_samples]
-    if mode == "center":
-        start = (wave.shape[0] - max_samples) // 2
-        return wave[start:start + max_samples]
-    raise ValueError(f"unknown crop mode {mode!r}; expected 'head' or 'center'")
-
-
 def check_waves(waves: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Validate a batch of waveforms at the encoder boundary.
 
@@ -129,33 +107,3 @@ def check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(t, str):
             raise ValueError(f"caption {i}: expected str, found {type(t).__name__}")
     return list(texts)
-
-
-def create_encoder(cfg: EncoderConfig) -> AudioEncoder:
-    """Build the encoder that ``cfg`` describes.
-
-    Returns:
-        An :class:`AudioTextEncoder` (``hf_clap``, ``laion_clap``) or an
-        :class:`AudioEncoder` (``hf_frames``).
-
-    Raises:
-        ValueError: on an unknown backend; backend-specific errors on bad checkpoints.
-    """
-    if cfg.backend == "hf_clap":
-        from clapcap.encoders.hf_clap import HFClapEncoder
-
-        return HFClapEncoder.from_config(cfg)
-    if cfg.backend == "laion_clap":
-        from clapcap.encoders.laion import LaionClapEncoder
-
-        return LaionClapEncoder.from_config(cfg)
-    if cfg.backend == "hf_frames":
-        from clapcap.encoders.frames import FrameEncoder
-
-        return FrameEncoder.from_config(cfg)
-    if cfg.backend == "logmel_stats":
-        from clapcap.encoders.logmel import LogMelStatsEncoder
-
-        return LogMelStatsEncoder.from_config(cfg)
-    raise ValueError(f"unknown encoder backend {cfg.backend!r}; "
-                     "expected hf_clap, laion_clap, hf_frames or logmel_stats")

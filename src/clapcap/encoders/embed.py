@@ -1,4 +1,4 @@
-"""Embed a dataset split into an embedding dump (see :mod:`clapcap.retrieval.dump`).
+"""Embed a dataset split into an embedding dump (see :mod:`clapcap.data.dump`).
 
 Clips are decoded and embedded in batches (bounded memory) under ``torch.inference_mode()``
 with a progress bar. A dump whose ``meta.signature`` matches the request is complete (dumps
@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from clapcap.config import ConfigError
-from clapcap.encoders.base import AudioEncoder, EncoderConfig, create_encoder
-from clapcap.encoders.features import dataset_fingerprint
+from clapcap.data.dump import DumpError, EmbeddingDump, load_dump, save_dump
+from clapcap.data.prepare import dataset_fingerprint
+from clapcap.encoders.base import AudioEncoder, EncoderConfig
+from clapcap.encoders.factory import create_encoder
 from clapcap.encoders.partial import BatchStore
-from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump, save_dump
 from clapcap.utils.io import remove_stale_temps, sha256_json, sha256_tree
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.encoders.base import EncoderConfig, check_waves, crop_wave
+from clapcap.data.audio import crop_wave
+from clapcap.encoders.base import EncoderConfig, check_waves
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.encoders.base import EncoderConfig, check_texts, check_waves, crop_wave
-from clapcap.encoders.hf_clap import numpy_seed
+from clapcap.data.audio import crop_wave
+from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
 from clapcap.errors import ClapcapError, MissingDependencyError
+from clapcap.utils.rng import numpy_seed
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Prefect flow over the captioning sweep, for GPU machines (and tested locally).
 
 Every training/evaluation configuration is a task calling the same library functions as
-the DVC stages (:mod:`clapcap.training.captioning_experiments`). The task runner's
+the DVC stages (:mod:`clapcap.captioning.study`). The task runner's
 ``max_workers`` is the concurrency limit (one task per GPU); tasks retry on transient
 failure; configurations whose result file exists are skipped without submitting a task
 (and the library functions skip finished work too).
@@ -17,7 +17,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from clapcap.training.captioning_experiments import (
+from clapcap.captioning.study import (
     CaptioningParams,
     RunSpec,
     all_specs,
@@ -69,8 +69,8 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
         ``{"runs": [names], "skipped": [names], "decoding": [names], "summary": path,
         "champion": {...} | None}``.
     """
+    from clapcap.captioning.registry import register_champion
     from clapcap.reporting.captioning_tables import write_summary
-    from clapcap.training.captioning_registry import register_champion
 
     opts = {"retries": retries, "retry_delay_seconds": 5}
     if lr_search and params.use_lr_search:

@@ -27,7 +27,7 @@ _API_SLOTS: dict[str, threading.BoundedSemaphore] = {}
 
 @task(name="dump_reference_split", cache_policy=NO_CACHE)
 def dump_split_task(dataset_dir: str, split_dir: str, split: str) -> str:
-    from clapcap.evaluation.reference import dump_split
+    from clapcap.evaluation.shared_split import dump_split
 
     if (Path(split_dir) / "split.csv").is_file() and (Path(split_dir) / "split.json").is_file():
         return split_dir

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from clapcap.data.csv_reader import TableError, file_line, missing_columns, read_text_table
 from clapcap.pairwise.ratings import RatingsError, make_pair_id
-from clapcap.tables import TableError, file_line, missing_columns, read_text_table
 from clapcap.utils.io import atomic_path, read_json
 
 logger = logging.getLogger(__name__)

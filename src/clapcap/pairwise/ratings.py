@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from clapcap.data.csv_reader import file_line, read_text_table
 from clapcap.errors import InputError
-from clapcap.tables import file_line, read_text_table
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def validate_ratings(df: pd.DataFrame, origin: str = "<ratings>") -> pd.DataFram
     The copy has string columns, ``choice`` normalised to ``A``/``B``/``tie`` and
     ``system_a``/``system_b`` columns filled from ``pair_id`` when absent.
     Row numbers in messages are 1-based CSV file lines (the header is line 1; exact for a
-    frame from :func:`clapcap.tables.read_text_table`, which records them).
+    frame from :func:`clapcap.data.csv_reader.read_text_table`, which records them).
 
     Returns:
         The validated DataFrame.

@@ -67,7 +67,7 @@ def validate_data(params: DataParams, report_dir: str | Path, *,
 def validate_dump_file(dump_path: str | Path, report_dir: str | Path, *,
                        min_norm: float = 1e-6, max_norm: float = 1e6) -> ValidationReport:
     """Run the dump suite on an embedding dump file; write the report; raise on failure."""
-    from clapcap.retrieval.dump import load_dump
+    from clapcap.data.dump import load_dump
 
     dump = load_dump(dump_path, validate=False)
     report = validate_dump_arrays(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clapcap.evaluation.reference import read_split_json
-from clapcap.retrieval.dump import load_dump, normalize
+from clapcap.data.dump import load_dump, normalize
+from clapcap.evaluation.shared_split import read_split_json
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)

@@ -79,3 +79,15 @@ class ReferenceParams:
     task_retries: int = 2
     task_retry_delay_s: float = 10.0
     references: list[ReferenceSpec] = field(default_factory=list)
+
+
+def find_spec(params: ReferenceParams, name: str) -> ReferenceSpec:
+    """The configured reference called ``name``.
+
+    Raises:
+        ValueError: naming the configured references when ``name`` is not one of them.
+    """
+    for spec in params.references:
+        if spec.name == name:
+            return spec
+    raise ValueError(f"no reference named {name!r} in params; configured: {[s.name for s in params.references]}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from clapcap.evaluation.leakage import LeakageParams
-from clapcap.evaluation.reference import ReferenceSplit, read_split_json
+from clapcap.evaluation.shared_split import ReferenceSplit, read_split_json
 from clapcap.reference.config import ReferenceParams, ReferenceSpec
 from clapcap.reference.progress import ProgressCache
 from clapcap.utils.io import read_json, write_json
@@ -135,7 +135,7 @@ def run_reference(spec: ReferenceSpec, split_dir: str | Path, out_dir: str | Pat
     Returns:
         The path of ``out_dir/<name>/scores.json``.
     """
-    from clapcap.evaluation.reference import score_reference
+    from clapcap.evaluation.shared_split import score_reference
 
     dst = scores_path(out_dir, spec.name)
     if dst.is_file():
@@ -156,7 +156,7 @@ def run_all_references(params: ReferenceParams) -> dict[str, Path]:
     Returns:
         ``{reference name: scores path}``.
     """
-    from clapcap.evaluation.reference import dump_split
+    from clapcap.evaluation.shared_split import dump_split
 
     split_dir = Path(params.split_dir)
     if not ((split_dir / "split.csv").is_file() and (split_dir / "split.json").is_file()):

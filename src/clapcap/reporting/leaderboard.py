@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from clapcap.tables import file_line, missing_columns, read_text_table
+from clapcap.data.csv_reader import file_line, missing_columns, read_text_table
 from clapcap.utils.io import atomic_path
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from clapcap.retrieval.dump import DumpError, EmbeddingDump
+from clapcap.data.dump import DumpError, EmbeddingDump
 from clapcap.retrieval.metrics import PerQuery
 
 logger = logging.getLogger(__name__)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clapcap.data.dump import dump_labels, load_dump
 from clapcap.retrieval.bootstrap import (
     DEFAULT_RESAMPLES,
     bootstrap_ci,
@@ -22,7 +23,6 @@ from clapcap.retrieval.bootstrap import (
     paired_bootstrap,
 )
 from clapcap.retrieval.config import RetrievalEvalParams
-from clapcap.retrieval.dump import dump_labels, load_dump
 from clapcap.retrieval.metrics import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_KS,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.retrieval.dump import DumpError, EmbeddingDump, load_dump, normalize
+from clapcap.data.dump import DumpError, EmbeddingDump, load_dump, normalize
 from clapcap.utils.io import write_json
 
 logger = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from clapcap.retrieval.dump import DumpError, EmbeddingDump, normalize
+from clapcap.data.dump import DumpError, EmbeddingDump, normalize
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from clapcap.data.dump import EmbeddingDump, dump_labels, load_dump
 from clapcap.retrieval import metrics as harness
-from clapcap.retrieval.dump import EmbeddingDump, dump_labels, load_dump
-from clapcap.retrieval.reference import reference_metrics
+from clapcap.retrieval.independent import independent_metrics
 from clapcap.utils.io import write_json
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def parity_cell(dump: EmbeddingDump, source: str, *, tolerance: float = DEFAULT_
         DumpError: when the dump is invalid.
     """
     ours = harness.evaluate_dump(dump, origin=source)
-    theirs = reference_metrics(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index)
+    theirs = independent_metrics(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index)
     rows = []
     for direction in harness.DIRECTIONS:
         for metric in harness.metric_names():

@@ -5,7 +5,7 @@ column: the original captions, view 1, view 2) of one split:
 
 - t2a and a2t R@k (and mAP, MRR, median rank) with percentile bootstrap intervals
   (:mod:`clapcap.retrieval.metrics` / :mod:`clapcap.retrieval.bootstrap`); the dump of
-  every (model, benchmark) is saved in the :mod:`clapcap.retrieval.dump` format;
+  every (model, benchmark) is saved in the :mod:`clapcap.data.dump` format;
 - the drop from original to paraphrased (paired over the aligned queries, with its CI);
 - a paired bootstrap test of the candidate (RobustCLAP) against the base, per benchmark;
 - zero-shot classification: ``label_prompt`` per class, clips ranked against the classes,
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clapcap.data.dump import EmbeddingDump, save_dump
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
-from clapcap.retrieval.dump import EmbeddingDump, save_dump
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.robust.config import RobustBenchParams
 from clapcap.robust.data import valid_text
@@ -78,7 +78,7 @@ def average_precision_at(scores: np.ndarray, positives: np.ndarray, k: int = 10)
 
 def zero_shot(audio: np.ndarray, label_embeds: np.ndarray, positives: np.ndarray) -> dict[str, np.ndarray]:
     """Per-clip zero-shot scores: ``map@10`` and ``accuracy`` (top class is a true label)."""
-    from clapcap.retrieval.dump import normalize
+    from clapcap.data.dump import normalize
 
     scores = (normalize(audio) @ normalize(label_embeds).T).astype(np.float32)  # (N, C)
     top = np.argmax(scores, axis=1)
@@ -100,7 +100,7 @@ def _labels(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.nd
 
 
 def load_waves(dataset_dir: str, split: str, sample_rate: int) -> tuple[list[np.ndarray], list[str]]:
-    from clapcap.encoders.features import iter_split_audio
+    from clapcap.clap.features import iter_split_audio
 
     waves, ids = [], []
     for row, wave in iter_split_audio(dataset_dir, split, sample_rate, progress=False):
@@ -117,7 +117,8 @@ def evaluate_model(name: str, model_dir: str, df: pd.DataFrame, waves: list[np.n
         ``(per_query, summary)``: per benchmark (and ``zero_shot``) the per-query metrics,
         and per benchmark the aggregated metrics with bootstrap intervals (``ci``).
     """
-    from clapcap.encoders.base import EncoderConfig, create_encoder
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.factory import create_encoder
 
     enc = create_encoder(EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size))
     audio = enc.embed_audio(waves)

@@ -35,7 +35,7 @@ class RobustTrainParams:
         freeze_audio: train only the text tower, projections and logit scales.
         collapse_alpha: fail (``TrainingCollapsed``) unless validation text-to-audio MRR on the
             captions beats chance in a one-sided permutation test at this level
-            (:mod:`clapcap.training.collapse`); 0 turns the check off.
+            (:mod:`clapcap.clap.collapse`); 0 turns the check off.
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"

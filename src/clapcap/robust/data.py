@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clapcap.encoders.features import FeatureCache
-from clapcap.encoders.hf_clap import tokenize
+from clapcap.clap.features import FeatureCache
+from clapcap.clap.preprocessing import tokenize
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The ``robust_train`` step: fine-tune a CLAP with the multi-view contrastive loss.
 
-Reuses the default CLAP's machinery (:mod:`clapcap.training.clap`): feature caching,
-the resumable :func:`~clapcap.training.clap.fit` loop (checkpoint after every epoch),
+Reuses the default CLAP's machinery (:mod:`clapcap.clap.train`): feature caching,
+the resumable :func:`~clapcap.clap.train.fit` loop (checkpoint after every epoch),
 validation embeddings and R@k. Views come from the **train** split only; validation
 reports t2a R@k on the original captions and on each view.
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.encoders.features import cache_features
-from clapcap.encoders.hf_clap import ClapPreprocessing
+from clapcap.clap.features import cache_features
+from clapcap.clap.preprocessing import ClapPreprocessing
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
@@ -56,7 +56,7 @@ def extend_vocabulary(model: Any, tokenizer: Any, texts: list[str]) -> tuple[Any
     Returns:
         ``(tokenizer, added words)``.
     """
-    from clapcap.encoders.tiny import SPECIALS, build_tokenizer, build_vocab
+    from clapcap.clap.model import SPECIALS, build_tokenizer, build_vocab
 
     if type(tokenizer.backend_tokenizer.model).__name__ != "WordLevel":
         return tokenizer, []
@@ -73,7 +73,7 @@ def extend_vocabulary(model: Any, tokenizer: Any, texts: list[str]) -> tuple[Any
 
 
 def make_loss_fn(cfg: MultiViewLossConfig) -> Callable[[Any, dict[str, Any]], Any]:
-    """``loss_fn(model, batch)`` for :func:`clapcap.training.clap.fit` (factors ride in the batch)."""
+    """``loss_fn(model, batch)`` for :func:`clapcap.clap.train.fit` (factors ride in the batch)."""
 
     def loss_fn(model: Any, batch: dict[str, Any]) -> Any:
         audio = model.get_audio_features(input_features=batch["input_features"], is_longer=batch["is_longer"])
@@ -89,7 +89,7 @@ def make_loss_fn(cfg: MultiViewLossConfig) -> Callable[[Any, dict[str, Any]], An
 
 def _evaluator(tokenizer: Any, val: Any) -> Callable[[Any], dict[str, float]]:
     """Validation t2a R@1/R@10 on the captions and on each view (audio embedded once)."""
-    from clapcap.training.clap import embed_cache, t2a_recall
+    from clapcap.clap.train import embed_cache, t2a_recall
 
     def evaluate(model: Any) -> dict[str, float]:
         audio, text, index = embed_cache(model, tokenizer, val)
@@ -145,7 +145,7 @@ def run_signature(params: RobustTrainParams) -> str:
 
 
 def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
-    from clapcap.encoders.tiny import load_clap
+    from clapcap.clap.model import load_clap
 
     if not Path(params.base_model).exists():
         raise FileNotFoundError(f"{params.base_model}: base CLAP folder not found (run train_clap first, "
@@ -163,8 +163,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
 
     Skips all work when ``out_dir/train_result.json`` exists; resumes from
     ``out_dir/checkpoints/last.pt`` after a crash, even SIGKILL (at most the epoch in
-    progress is lost; see :func:`~clapcap.training.clap.fit`). The model is saved before
-    :func:`~clapcap.training.clap.check_collapse`; ``train_result.json`` only after it passes.
+    progress is lost; see :func:`~clapcap.clap.train.fit`). The model is saved before
+    :func:`~clapcap.clap.train.check_collapse`; ``train_result.json`` only after it passes.
 
     Returns:
         A :class:`RobustTrainResult`.
@@ -177,9 +177,9 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     """
     import torch
 
+    from clapcap.clap.model import save_clap
+    from clapcap.clap.train import check_collapse, fit
     from clapcap.data.prepare import load_dataset
-    from clapcap.encoders.tiny import save_clap
-    from clapcap.training.clap import check_collapse, fit
 
     out_dir = Path(params.out_dir)
     result_path = out_dir / RESULT

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.captioning.model import CaptionerConfig
-from clapcap.training.captioning import TrainConfig, train_captioner
+from clapcap.captioning.train import TrainConfig, train_captioner
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)

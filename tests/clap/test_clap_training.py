@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from clapcap.encoders.config import TrainClapParams
-from clapcap.training.clap import (
+from clapcap.clap.config import TrainClapParams
+from clapcap.clap.train import (
     TrainingCollapsed,
     symmetric_contrastive_loss,
     t2a_recall,
@@ -22,7 +22,8 @@ def _params(tmp_path, tiny_corpus, **kw):
 
 
 def test_train_save_load_and_skip(tiny_corpus, tmp_path):
-    from clapcap.encoders.base import EncoderConfig, create_encoder
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.factory import create_encoder
 
     res = train_clap(_params(tmp_path, tiny_corpus), progress=False)
     assert len(res.history) == 2 and all(np.isfinite(r["loss"]) for r in res.history)
@@ -89,7 +90,7 @@ def test_collapsed_model_raises_keeps_weights_and_is_not_taken_as_done(tiny_corp
 
 
 def test_collapse_advice_follows_the_loss():
-    from clapcap.training.collapse import collapse_advice
+    from clapcap.clap.collapse import collapse_advice
 
     def advice(losses, chance=2.0):
         return collapse_advice([{"loss": v} for v in losses], 2e-3, "val", chance_loss=chance)
@@ -104,7 +105,7 @@ def test_collapse_advice_follows_the_loss():
 
 
 def test_loss_and_recall_helpers():
-    from clapcap.encoders.tiny import TinyClapConfig, build_tiny_clap
+    from clapcap.clap.model import TinyClapConfig, build_tiny_clap
 
     model, tok, _ = build_tiny_clap(TinyClapConfig(), ["a", "dog"], seed=0)
     enc = tok(["a dog", "dog a"], padding=True, return_tensors="pt", return_token_type_ids=False)
@@ -122,7 +123,7 @@ def test_loss_and_recall_helpers():
 @pytest.mark.slow
 def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
     from clapcap import tracking
-    from clapcap.training.clap import run_train_clap
+    from clapcap.clap.train import run_train_clap
 
     params = _params(tmp_path, tiny_corpus, epochs=1, track=True, register_name="test-default-clap")
     res = run_train_clap(params, progress=False)

@@ -73,7 +73,7 @@ def _summarise(per_query: list[dict[str, float]]) -> dict[str, float]:
     return out
 
 
-def reference_metrics(audio_embeds: np.ndarray, text_embeds: np.ndarray,
+def independent_metrics(audio_embeds: np.ndarray, text_embeds: np.ndarray,
                       caption_clip_index: Sequence[int], *,
                       ks: Sequence[int] = (1, 5, 10)) -> dict[str, dict[str, float]]:
     """t2a and a2t metrics computed query by query.

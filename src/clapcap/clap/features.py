@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.encoders.hf_clap import ClapPreprocessing, clap_features
-from clapcap.utils.io import atomic_path, read_json, sha256_file, sha256_json
+from clapcap.clap.preprocessing import ClapPreprocessing, clap_features
+from clapcap.data.prepare import dataset_fingerprint
+from clapcap.utils.io import atomic_path, sha256_json
 
 logger = logging.getLogger(__name__)
 
@@ -59,21 +60,6 @@ def iter_split_audio(dataset_dir: str | Path, split: str, sample_rate: int,
     for row in tqdm(df.to_dict("records"), desc=f"audio {split}", disable=not progress, leave=False):
         wave, _ = load_audio(resolve_audio_path(ds.root, row["audio_path"]), sample_rate)
         yield row, wave
-
-
-def dataset_fingerprint(dataset_dir: str | Path) -> str:
-    """SHA-256 of a prepared dataset's content: ``manifest.csv``'s bytes and ``dataset.json``
-    without its ``root`` (where the audio is, not what it is; what it is, is in ``build``'s
-    listing hash for a real dataset and in the params hash for the synthetic one).
-
-    No path and no mtime enter it, so two copies of one dataset in different folders agree.
-
-    Raises:
-        FileNotFoundError: naming ``manifest.csv`` or ``dataset.json`` when missing.
-    """
-    dataset_dir = Path(dataset_dir)
-    info = {k: v for k, v in read_json(dataset_dir / "dataset.json").items() if k != "root"}
-    return sha256_json([sha256_file(dataset_dir / "manifest.csv"), info])
 
 
 def _signature(feature_extractor: Any, prep: ClapPreprocessing, dataset_dir: Path, split: str,

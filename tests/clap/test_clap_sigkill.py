@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from clapcap.clap.config import TrainClapParams
+from clapcap.clap.train import train_clap
 from clapcap.config import to_dict
-from clapcap.encoders.config import TrainClapParams
-from clapcap.training.clap import train_clap
 
 
 def _params(tmp_path, tiny_corpus, name: str) -> TrainClapParams:

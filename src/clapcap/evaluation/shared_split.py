@@ -23,9 +23,9 @@ from typing import Any
 
 import pandas as pd
 
+from clapcap.data.csv_reader import TableError, file_line, missing_columns, read_text_table
 from clapcap.evaluation.captioning_metrics import score_captions
 from clapcap.evaluation.leakage import KnownStatus, LeakageParams, decide_leakage
-from clapcap.tables import TableError, file_line, missing_columns, read_text_table
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)

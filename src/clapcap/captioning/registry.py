@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from clapcap.captioning.data import dump_encoder_config
-from clapcap.training.captioning_experiments import CaptioningParams
+from clapcap.captioning.study import CaptioningParams
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Reusable pieces (RobustCLAP imports them):
 
-- :func:`clap_batches` - shuffled batches from a :class:`~clapcap.encoders.features.FeatureCache`
+- :func:`clap_batches` - shuffled batches from a :class:`~clapcap.clap.features.FeatureCache`
   (one random caption per clip, seeded per epoch so a resumed run sees the same batches);
 - :func:`symmetric_contrastive_loss` - the default ``loss_fn(model, batch) -> Tensor``;
 - :func:`embed_cache` / :func:`t2a_recall` - validation embeddings and text-to-audio R@k;
@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.encoders.config import TrainClapParams
-from clapcap.encoders.features import FeatureCache, cache_features, dataset_fingerprint
-from clapcap.encoders.hf_clap import ClapPreprocessing, tokenize
+from clapcap.clap.collapse import ChanceTest, chance_test, collapse_advice
+from clapcap.clap.config import TrainClapParams
+from clapcap.clap.features import FeatureCache, cache_features
+from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
+from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
-from clapcap.training.collapse import ChanceTest, chance_test, collapse_advice
 from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -211,12 +212,12 @@ def _resume(checkpoint_path: Path, signature: str, model: Any, opt: Any, sched: 
 def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: float, out_dir: Path, split: str,
                    lr: float, result: dict[str, Any], column: str = "captions",
                    chance_loss: float | None = None) -> ChanceTest | None:
-    """Raise unless validation text-to-audio retrieval beats chance (:func:`~clapcap.training.collapse.chance_test`).
+    """Raise unless validation text-to-audio retrieval beats chance (:func:`~clapcap.clap.collapse.chance_test`).
 
     The test is the one-sided permutation test of the MRR at level ``alpha`` (0 = no check).
     A split too small for any outcome to reach ``p < alpha`` (4 clips or fewer at 0.01) is
     not judged: a warning says so. ``chance_loss`` (the training loss of uninformative
-    embeddings) sharpens the advice (:func:`~clapcap.training.collapse.collapse_advice`).
+    embeddings) sharpens the advice (:func:`~clapcap.clap.collapse.collapse_advice`).
     A collapsed run writes ``result`` plus the test to ``out_dir/collapsed.json`` (so a
     rerun never mistakes it for a finished run: it has no ``train_result.json``); any other
     outcome removes a stale ``collapsed.json``.
@@ -305,7 +306,7 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     """
     import torch
 
-    from clapcap.encoders.tiny import (
+    from clapcap.clap.model import (
         build_feature_extractor,
         build_tiny_clap,
         build_vocab,

@@ -28,10 +28,10 @@ from typing import Any
 import torch
 
 from clapcap.captioning.generation import DecodingConfig
+from clapcap.captioning.lr_search import LRSearchConfig, chosen_learning_rates
 from clapcap.captioning.model import CaptionerConfig
+from clapcap.captioning.train import TrainConfig, train_captioner
 from clapcap.config import from_dict
-from clapcap.training.captioning import TrainConfig, train_captioner
-from clapcap.training.lr_search import LRSearchConfig, chosen_learning_rates
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -311,7 +311,7 @@ def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
 
 def run_lr_search(params: CaptioningParams, lm: str) -> dict[str, Any]:
     """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished)."""
-    from clapcap.training.lr_search import search_learning_rates
+    from clapcap.captioning.lr_search import search_learning_rates
 
     params.check_lm(lm)
     return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),

@@ -1,4 +1,4 @@
-"""The shared strict CSV reader (clapcap.tables): fuzzed files and the defects it fixed."""
+"""The shared strict CSV reader (clapcap.data.csv_reader): fuzzed files and the defects it fixed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clapcap.tables import TableError, file_line, read_text_table
+from clapcap.data.csv_reader import TableError, file_line, read_text_table
 
 NAMES = ["a", "b", "caption", "é ü", "x y", "Unnamed: 0", "", "with,comma", 'q"uote']
 

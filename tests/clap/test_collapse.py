@@ -1,4 +1,4 @@
-"""The permutation test of validation retrieval against chance (clapcap.training.collapse)."""
+"""The permutation test of validation retrieval against chance (clapcap.clap.collapse)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from clapcap.training.collapse import chance_test, reciprocal_rank_matrix
+from clapcap.clap.collapse import chance_test, reciprocal_rank_matrix
 
 
 def _perfect(n: int, per_clip: int = 3, seed: int = 0):

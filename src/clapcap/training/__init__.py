@@ -1,1 +1,0 @@
-"""clapcap.training: training loops (imports encoders, never the reverse)."""
