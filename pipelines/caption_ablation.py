@@ -9,7 +9,8 @@
 import argparse
 import sys
 
-from clapcap.captioning.study import CaptioningParams, run_ablation
+from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.study import run_ablation
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 

@@ -2,7 +2,8 @@
 
 import sys
 
-from clapcap.captioning.study import CaptioningParams, evaluate_baseline
+from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.study import evaluate_baseline
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 

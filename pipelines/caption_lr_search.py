@@ -3,7 +3,8 @@
 import argparse
 import sys
 
-from clapcap.captioning.study import CaptioningParams, run_lr_search
+from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.study import run_lr_search
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 

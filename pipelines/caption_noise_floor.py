@@ -3,7 +3,8 @@
 import argparse
 import sys
 
-from clapcap.captioning.study import CaptioningParams, noise_floor
+from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.study import noise_floor
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 

@@ -2,8 +2,8 @@
 
 import sys
 
+from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.registry import register_champion
-from clapcap.captioning.study import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 

@@ -1,15 +1,23 @@
 """DVC stage `caption_summary`: Markdown + LaTeX summary tables vs baseline and noise floor."""
 
+import argparse
 import sys
 
-from clapcap.captioning.study import CaptioningParams
+from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.reporting.captioning_tables import write_summary
 
 
+def _out_dir() -> str:
+    """The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/captioning``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="output folder (dvc.yaml declares its files as outs)")
+    return parser.parse_args().out
+
+
 def main() -> int:
-    write_summary(load_section(CaptioningParams, "captioning").out_dir, "reports/captioning")
+    write_summary(load_section(CaptioningParams, "captioning").out_dir, _out_dir())
     return 0
 
 

@@ -1,7 +1,7 @@
 """DVC stage `evaluate_retrieval`: metrics (with bootstrap intervals) of every dump in `retrieval`.
 
 Writes ``<out_dir>/<dump stem>.json`` per dump and logs each to MLflow when
-``retrieval.mlflow`` is true.
+``retrieval.track`` is true.
 """
 
 import sys
@@ -15,7 +15,7 @@ from clapcap.retrieval.evaluate import evaluate_all
 def main() -> int:
     params = load_section(RetrievalEvalParams, "retrieval")
     results = evaluate_all(params)
-    if params.mlflow:
+    if params.track:
         from clapcap import tracking
         from clapcap.config import to_dict
         from clapcap.retrieval.mlflow_log import log_evaluation

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.reporting.collect import CollectParams, collect_and_report
@@ -12,7 +13,9 @@ from clapcap.reporting.config import ReportParams
 
 def main() -> None:
     params = load_section(ReportParams, "report")
+    captioning = load_section(CaptioningParams, "captioning")  # its results folder and LMs, not repeated
     collect_and_report(load_section(CollectParams, "report_inputs"), params.out_dir,
+                       captioning_dir=captioning.out_dir, lms=captioning.lms,
                        extra_inputs=params.inputs, track=params.track)
 
 

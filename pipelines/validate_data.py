@@ -3,6 +3,7 @@
 A violation raises DataValidationError: `clapcap: error: data validation failed, see ...`, exit 1.
 """
 
+import argparse
 import sys
 
 from clapcap.config import load_section
@@ -12,8 +13,15 @@ from clapcap.entry import run_entry
 from clapcap.quality.validate import validate_data
 
 
+def _out_dir() -> str:
+    """The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/data``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="output folder (dvc.yaml declares its files as outs)")
+    return parser.parse_args().out
+
+
 def main() -> int:
-    validate_data(load_section(DataParams, "data"), "reports/data", memo_path=DEFAULT_MEMO)
+    validate_data(load_section(DataParams, "data"), _out_dir(), memo_path=DEFAULT_MEMO)
     return 0
 
 

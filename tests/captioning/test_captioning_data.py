@@ -78,7 +78,7 @@ def test_cli_train_generate_and_group(dumps, tiny_corpus, tmp_path, monkeypatch)
 
     monkeypatch.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
     train = {"batch_size": 32, "lm_pretrain_epochs": 0, "stage1": {"epochs": 1}, "stage2": {"epochs": 1}}
-    params = {"captioning": {"data_dir": str(tiny_corpus), "dump": str(dumps[0]), "out_dir": str(tmp_path / "out"),
+    params = {"captioning": {"dataset_dir": str(tiny_corpus), "dump": str(dumps[0]), "out_dir": str(tmp_path / "out"),
                              "lms": ["gpt2"], "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},
                              "train": {"gpt2": train}, "use_lr_search": False, "noise_seeds": [0],
                              "track": False, "progress": False}}

@@ -8,6 +8,7 @@ import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
 from clapcap.captioning import study as exp
+from clapcap.captioning.config import DEFAULT_DECODING_ABLATION
 from clapcap.config import ConfigError, from_dict
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
@@ -23,7 +24,7 @@ def make_params(corpus, tmp, **kw):
     dump = make_dump(corpus, tmp / "dump.npz")
     frames = make_dump(corpus, tmp / "frames.npz", dim=8, frames=3, seed=1)
     return from_dict(exp.CaptioningParams, {
-        "data_dir": str(corpus), "dump": str(dump), "out_dir": str(tmp / "out"),
+        "dataset_dir": str(corpus), "dump": str(dump), "out_dir": str(tmp / "out"),
         "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}, "t5": {"decoder": "t5", **TINY_MODEL}},
         "train": {"gpt2": TRAIN, "t5": TRAIN}, "use_lr_search": False, "noise_seeds": [0, 1],
         "arch": {"prefix_length": [2], "dropout": [], "projection_depth": [1]},
@@ -56,8 +57,8 @@ def test_specs_cover_every_ablation(study):
     assert names == ["gpt2_seed0", "gpt2_seed1", "t5_seed0", "t5_seed1", "gpt2_prefix_length2_seed0",
                      "gpt2_projection_depth1_seed0", "t5_prefix_length2_seed0", "t5_projection_depth1_seed0",
                      "encoder_default_gpt2_s1_seed0", "encoder_frames_gpt2_s1_seed0"]
-    assert len(exp.DEFAULT_DECODING_ABLATION) >= 20
-    for name in exp.DEFAULT_DECODING_ABLATION:  # every default decoding config is valid
+    assert len(DEFAULT_DECODING_ABLATION) >= 20
+    for name in DEFAULT_DECODING_ABLATION:  # every default decoding config is valid
         exp.decoding_config(from_dict(exp.CaptioningParams, {}), name)
 
 
@@ -155,3 +156,23 @@ def test_bad_params_are_rejected(tiny_corpus, tmp_path):
         exp.run_ablation(params, "prefix")
     with pytest.raises(ValueError, match="nothing matches"):
         exp.run_ablation(params, "arch", lm="gpt2", name="dropout0.9")
+
+
+@pytest.mark.parametrize(("section", "key"), [
+    ({"train": {"gpt2": {"stages": [3]}}}, "train.gpt2"),
+    ({"train": {"gpt2": {"stage1": {"epochs": 0}}}}, "train.gpt2"),
+    ({"decoding": {"top_p": 1.5}}, "decoding"),
+    ({"decoding_ablation": {"x": {"num_beams": 0}}}, "decoding_ablation.x"),
+    ({"lms": ["gpt2", "llama"]}, "llama"),
+])
+def test_bad_captioning_values_fail_at_load(tmp_path, section, key):
+    """Every captioning sub-config checks its values when params.yaml is loaded, not when a step runs."""
+    import yaml
+
+    from clapcap.captioning.config import CaptioningParams
+    from clapcap.config import load_section
+
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"captioning": section}))
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        load_section(CaptioningParams, "captioning", path)

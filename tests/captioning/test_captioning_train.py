@@ -9,12 +9,13 @@ import torch
 from caption_fixtures import make_dump, tiny_model, tiny_train
 
 from clapcap.captioning import train as cap_train
+from clapcap.captioning.config import StageConfig
 from clapcap.captioning.lr_search import (
     LRSearchConfig,
     chosen_learning_rates,
     search_learning_rates,
 )
-from clapcap.captioning.train import StageConfig, train_captioner
+from clapcap.captioning.train import train_captioner
 from clapcap.utils.io import read_json
 
 
@@ -30,7 +31,7 @@ def dump(tiny_corpus, tmp_path_factory):
 
 @pytest.mark.parametrize("decoder", ["gpt2", "t5"])
 def test_two_stages_write_result_and_checkpoints(decoder, dump, tiny_corpus, tmp_path):
-    res = train_captioner(tiny_model(decoder), tiny_train(seed=3), dump=dump, data_dir=tiny_corpus,
+    res = train_captioner(tiny_model(decoder), tiny_train(seed=3), dump=dump, dataset_dir=tiny_corpus,
                           out_dir=tmp_path / "run", progress=False, track=False)
     saved = read_json(tmp_path / "run" / "result.json")
     assert saved["seed"] == 3 and saved["model"]["in_dim"] == 16 and saved["model"]["decoder"] == decoder
@@ -49,12 +50,12 @@ def test_stage1_keeps_lm_frozen_and_stage2_trains_it(dump, tiny_corpus, tmp_path
     from clapcap.captioning.model import load_captioner
 
     cfg = tiny_train(stages=[1])
-    train_captioner(tiny_model(), cfg, dump=dump, data_dir=tiny_corpus, out_dir=tmp_path / "s1", progress=False,
+    train_captioner(tiny_model(), cfg, dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "s1", progress=False,
                     track=False)
     s1 = load_captioner(tmp_path / "s1" / "stage1" / "best")
     lm_init = torch.load(tmp_path / "s1" / "lm_pretrain" / "lm.pt", weights_only=True)  # per-run warm-up
     assert all(torch.equal(v, lm_init[k]) for k, v in s1.lm.state_dict().items())  # LM untouched
-    res = train_captioner(tiny_model(), tiny_train(stages=[2]), dump=dump, data_dir=tiny_corpus,
+    res = train_captioner(tiny_model(), tiny_train(stages=[2]), dump=dump, dataset_dir=tiny_corpus,
                           out_dir=tmp_path / "s2", init_from=tmp_path / "s1" / "stage1" / "best",
                           progress=False, track=False)
     s2 = load_captioner(res["checkpoint"])
@@ -66,7 +67,7 @@ def test_seed_changes_weights_but_same_seed_reproduces(dump, tiny_corpus, tmp_pa
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
         runs[name] = train_captioner(tiny_model(), tiny_train(seed=seed, stages=[1], lm_pretrain_epochs=0,
                                                               stage1=StageConfig(epochs=1)),
-                                     dump=dump, data_dir=tiny_corpus, out_dir=tmp_path / name,
+                                     dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / name,
                                      progress=False, track=False)
     losses = {k: r["stages"]["1"]["history"][0]["train_loss"] for k, r in runs.items()}
     assert losses["a"] == pytest.approx(losses["b"], rel=1e-6)
@@ -74,7 +75,7 @@ def test_seed_changes_weights_but_same_seed_reproduces(dump, tiny_corpus, tmp_pa
 
 
 def test_finished_run_is_skipped(dump, tiny_corpus, tmp_path, monkeypatch):
-    kw = dict(dump=dump, data_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False, track=False)
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False, track=False)
     first = train_captioner(tiny_model(), tiny_train(stages=[1], stage1=StageConfig(epochs=1)), **kw)
     monkeypatch.setattr(cap_train, "load_run_data", lambda *a, **k: pytest.fail("finished run retrained"))
     assert train_captioner(tiny_model(), tiny_train(stages=[1]), **kw) == first
@@ -92,7 +93,7 @@ def test_resume_after_crash_loses_at_most_the_current_epoch(dump, tiny_corpus, t
 
     monkeypatch.setattr(cap_train, "_train_epoch", crashing)
     cfg = tiny_train(stages=[1], stage1=StageConfig(epochs=3, lr_projection=3e-3))
-    kw = dict(dump=dump, data_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False, track=False)
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False, track=False)
     with pytest.raises(RuntimeError, match="simulated crash"):
         train_captioner(tiny_model(), cfg, **kw)
     assert (tmp_path / "run" / "stage1" / "last.pt").is_file()
@@ -107,7 +108,7 @@ def test_resume_after_crash_loses_at_most_the_current_epoch(dump, tiny_corpus, t
 
 
 def test_bad_training_inputs(dump, tiny_corpus, tmp_path):
-    kw = dict(dump=dump, data_dir=tiny_corpus, out_dir=tmp_path / "x", progress=False, track=False)
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "x", progress=False, track=False)
     with pytest.raises(ValueError, match="stages"):
         train_captioner(tiny_model(), tiny_train(stages=[2, 1]), **kw)
     with pytest.raises(ValueError, match="batch_size"):
@@ -125,7 +126,7 @@ def test_lr_search_runs_grid_resumes_and_plots(dump, tiny_corpus, tmp_path, monk
     search = LRSearchConfig(stage1_lrs=[1e-3, 1e-2], stage2_projection_lrs=[1e-3], stage2_lm_lrs=[1e-4, 1e-3],
                             stage1_epochs=1, stage2_epochs=1)
     train = dataclasses.replace(tiny_train(), lm_pretrain_epochs=0)
-    kw = dict(dump=dump, data_dir=tiny_corpus, out_dir=tmp_path / "lr")
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "lr")
     best = search_learning_rates(tiny_model(), train, search, **kw)
     assert best["stage1_lr_projection"] in search.stage1_lrs
     assert {t["lr_projection"] for t in best["stage1_trials"]} == set(search.stage1_lrs)
@@ -166,8 +167,8 @@ def test_lm_warmup_is_keyed_by_caption_content_not_paths(dump, tiny_corpus, tmp_
     cache = tmp_path / "lm_warmup"
     cfg = tiny_train(stages=[1], stage1=StageConfig(epochs=1))
 
-    def run(name, data_dir):
-        train_captioner(tiny_model(), cfg, dump=dump, data_dir=data_dir, out_dir=tmp_path / name,
+    def run(name, dataset_dir):
+        train_captioner(tiny_model(), cfg, dump=dump, dataset_dir=dataset_dir, out_dir=tmp_path / name,
                         progress=False, track=False, lm_cache_dir=cache)
         return sorted(p.name for p in cache.glob("lm_*.pt"))
 

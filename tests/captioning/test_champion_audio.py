@@ -33,7 +33,7 @@ def audio_study(tiny_corpus, tmp_path, monkeypatch):
     for split in ("train", "val", "test"):
         embed_dataset(enc, tiny_corpus, split, tmp_path / "dump" / f"{split}.npz", progress=False)
     params = from_dict(exp.CaptioningParams, {
-        "data_dir": str(tiny_corpus), "dump": str(tmp_path / "dump"), "out_dir": str(tmp_path / "out"),
+        "dataset_dir": str(tiny_corpus), "dump": str(tmp_path / "dump"), "out_dir": str(tmp_path / "out"),
         "lms": ["gpt2"], "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": TRAIN},
         "use_lr_search": False, "noise_seeds": [0], "track": False, "progress": False,
         "arch": {"prefix_length": [], "dropout": [], "projection_depth": []}, "encoders": {}})
@@ -52,7 +52,7 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
     params, clap_dir = audio_study
     result = register_champion(params)
     assert result["input"] == "audio" and result["encoder"]["checkpoint"] == str(clap_dir)
-    ds = load_dataset(params.data_dir)
+    ds = load_dataset(params.dataset_dir)
     test = ds.manifest[ds.manifest["split"] == "test"].head(4)
     paths = [str(resolve_audio_path(ds.root, p)) for p in test["audio_path"]]
     # The expected captions: the same checkpoint and decoding applied to the dump's embeddings.
@@ -100,7 +100,7 @@ def test_cli_captions_audio_with_the_registered_champion(audio_study, mlflow_uri
 
     params, _ = audio_study
     register_champion(params)
-    ds = load_dataset(params.data_dir)
+    ds = load_dataset(params.dataset_dir)
     paths = [str(resolve_audio_path(ds.root, p)) for p in ds.manifest["audio_path"].head(2)]
     assert main(["captioning", "caption", *paths, "--out", str(tmp_path / "caps.json")]) == 0
     written = read_json(tmp_path / "caps.json")

@@ -125,7 +125,7 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
     from clapcap import tracking
     from clapcap.clap.train import run_train_clap
 
-    params = _params(tmp_path, tiny_corpus, epochs=1, track=True, register_name="test-default-clap")
+    params = _params(tmp_path, tiny_corpus, epochs=1, track=True, registered_model="test-default-clap")
     res = run_train_clap(params, progress=False)
     version = tracking.get_model_version_by_alias("test-default-clap", "champion")
     assert int(version.version) == 1

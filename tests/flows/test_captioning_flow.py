@@ -19,7 +19,7 @@ def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_p
     monkeypatch.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
     train = {"batch_size": 32, "lm_pretrain_epochs": 0, "stage1": {"epochs": 1}, "stage2": {"epochs": 1}}
     params = from_dict(exp.CaptioningParams, {
-        "data_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "d.npz")),
+        "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "d.npz")),
         "out_dir": str(tmp_path / "out"), "lms": ["gpt2"], "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},
         "train": {"gpt2": train}, "noise_seeds": [0, 1],
         "arch": {"prefix_length": [2], "dropout": [], "projection_depth": []},
@@ -39,7 +39,7 @@ def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_p
 
 
 def test_concurrency_must_be_positive():
-    from clapcap.captioning.study import CaptioningParams
+    from clapcap.captioning.config import CaptioningParams
     from clapcap.config import from_dict
     from clapcap.flows.captioning import run_sweep
 

@@ -4,10 +4,13 @@ different times, build byte-identical stage outputs and agree on every cache key
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,9 +32,11 @@ def _checkout(where: Path, mtime: int) -> Path:
 def _run_stages(root: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(REPO_ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
-    for stage in STAGES:
-        subprocess.run([sys.executable, f"pipelines/{stage}.py"], cwd=root, env=env, check=True,
-                       capture_output=True, timeout=300)
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    for stage in STAGES:  # each stage's own command from dvc.yaml, with its arguments
+        program, *args = shlex.split(stages[stage]["cmd"])
+        assert program == "python", stages[stage]["cmd"]
+        subprocess.run([sys.executable, *args], cwd=root, env=env, check=True, capture_output=True, timeout=300)
 
 
 def _files(root: Path, *folders: str) -> dict[str, bytes]:

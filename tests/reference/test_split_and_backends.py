@@ -37,6 +37,19 @@ def test_dump_split_csv_and_json(small_split, tiny_corpus):
     assert all(Path(c.audio_path).is_file() for c in read_split_json(json_path).clips)
 
 
+def test_dump_split_writes_no_absolute_path(tmp_path, tiny_corpus, monkeypatch):
+    """split.csv/split.json name audio relative to their folder: bytes independent of where the
+    repository lies, and still usable from any working directory."""
+    from clapcap.evaluation.shared_split import dump_split
+
+    csv_path, json_path = dump_split(tiny_corpus, tmp_path / "split")
+    for path in (csv_path, json_path):
+        assert str(tmp_path) not in path.read_text() and str(Path(tiny_corpus).resolve()) not in path.read_text()
+    monkeypatch.chdir(tmp_path.parent)
+    clips = read_split_json(json_path).clips
+    assert all(Path(c.audio_path).is_absolute() and Path(c.audio_path).is_file() for c in clips)
+
+
 def test_dump_split_carries_is_audioset_eval(tmp_path, tiny_corpus):
     from clapcap.evaluation.shared_split import dump_split
 

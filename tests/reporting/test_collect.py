@@ -33,9 +33,12 @@ def test_collect_and_report(tmp_path):
     leak = _write(tmp_path / "leak.json", {"name": "leak", **_scores(2.0), "leakage": {"verdict": "leaky"},
                                            "held_out_row": {"name": "leak (held-out)", **_scores(0.4)}})
     params = CollectParams(out_dir=str(tmp_path / "inputs"), retrieval_metrics={"ours": retrieval},
-                           reference_scores=[leak, str(tmp_path / "missing.json")], captioning_dir=str(cap))
-    inputs = collect_inputs(params)
-    assert set(inputs) == {"retrieval", "reference_comparison", "lm_ablation", "arch_ablation",
+                           reference_scores=[leak, str(tmp_path / "missing.json")],
+                           lr_search_figures={"sweep": str(_write(tmp_path / "lr" / "lr_search.png", {}))})
+    inputs = collect_inputs(params, captioning_dir=str(cap), lms=["gpt2", "t5"])
+    figures = json.loads((tmp_path / "inputs" / "lr_search_figures.json").read_text())
+    assert figures == [{"name": "sweep", "png": "../lr/lr_search.png"}]  # relative: no absolute path
+    assert set(inputs) == {"retrieval", "reference_comparison", "lm_ablation", "arch_ablation", "lr_search",
                            "decoding_ablation", "encoder_ablation"}
     rows = json.loads((tmp_path / "inputs" / "reference_comparison.json").read_text())["rows"]
     assert [(r["name"], r["leaky"]) for r in rows] == [
@@ -46,7 +49,7 @@ def test_collect_and_report(tmp_path):
     assert lms[-1]["metrics"]["CIDEr-D"] == 0.3 and "seeds" not in lms[-1]
     dec = json.loads((tmp_path / "inputs" / "decoding_ablation.json").read_text())["rows"]
     assert {r["name"]: r["baseline"] for r in dec} == {"beam3": False, "greedy": True}
-    summary = collect_and_report(params, tmp_path / "report")
+    summary = collect_and_report(params, tmp_path / "report", captioning_dir=str(cap), lms=["gpt2", "t5"])
     assert summary["sections"]["reference_comparison"]["status"] == "ok"
     report = (tmp_path / "report" / "report.md").read_text()
     assert "†" in report

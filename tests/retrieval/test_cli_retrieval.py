@@ -81,7 +81,7 @@ def test_retrieval_models_hook_is_called(monkeypatch):
 def test_params_section_and_evaluate_all(tmp_path, dump_file):
     paths = [str(dump_file("x.npz", n_clips=10, captions_per_clip=2)),
              str(dump_file("y.npz", n_clips=12, captions_per_clip=1))]
-    section = {"dumps": paths, "out_dir": str(tmp_path / "metrics"), "bootstrap_resamples": 20}
+    section = {"dumps": paths, "out_dir": str(tmp_path / "metrics"), "n_resamples": 20}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"retrieval": section}))
     params = load_section(RetrievalEvalParams, "retrieval", tmp_path / "params.yaml")
     results = evaluate_all(params)

@@ -109,8 +109,8 @@ def test_pipeline_stages_read_params(monkeypatch, tmp_path, dump_file):
     import yaml
 
     path = dump_file("d.npz", n_clips=12, captions_per_clip=2, seed=7)
-    section = {"dumps": [str(path)], "out_dir": "metrics/retrieval", "bootstrap_resamples": 10,
-               "parity_out": "metrics/metric_parity.json", "mlflow": False}
+    section = {"dumps": [str(path)], "out_dir": "metrics/retrieval", "n_resamples": 10,
+               "parity_out": "metrics/metric_parity.json", "track": False}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"retrieval": section}))
     monkeypatch.chdir(tmp_path)
     assert _load_pipeline("metric_parity").main() == 0

@@ -116,7 +116,7 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     monkeypatch.setattr(benchmark, "should_register", lambda paired, params: (True, "forced"))
     params = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"),
                                models={"CLAP": str(root / "base"), "RobustCLAP": res.model_dir},
-                               n_resamples=20, experiment="t-robust", register_name="t-robust-clap")
+                               n_resamples=20, experiment="t-robust", registered_model="t-robust-clap")
     result = benchmark.run_robust_benchmark(params)
     assert result["register"]["version"] == 1
     client = mlflow.MlflowClient(mlflow_uri)

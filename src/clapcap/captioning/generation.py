@@ -41,8 +41,11 @@ class DecodingConfig:
     trim_words: int | None = None
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        """Raises ValueError naming the first out-of-range option."""
+        """Raises ValueError naming the first out-of-range option (also when built)."""
         checks = [
             (self.strategy in ("greedy", "beam", "sample"), f"strategy {self.strategy!r}"),
             (self.num_beams >= 1, f"num_beams {self.num_beams} < 1"),

@@ -16,27 +16,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clapcap.captioning.config import LRSearchConfig, TrainConfig
 from clapcap.captioning.model import CaptionerConfig
-from clapcap.captioning.train import TrainConfig, train_captioner
+from clapcap.captioning.train import train_captioner
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class LRSearchConfig:
-    """Grids and the short training budget of each trial."""
-
-    stage1_lrs: list[float] = field(default_factory=lambda: [3e-4, 1e-3, 3e-3, 1e-2])
-    stage2_projection_lrs: list[float] = field(default_factory=lambda: [3e-4, 1e-3])
-    stage2_lm_lrs: list[float] = field(default_factory=lambda: [1e-4, 1e-3])
-    stage1_epochs: int = 2
-    stage2_epochs: int = 1
-    seed: int = 0
 
 
 def chosen_learning_rates(out_dir: str | Path) -> dict[str, float] | None:
@@ -81,7 +69,7 @@ def _fmt(lr: float) -> str:
 
 
 def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, search: LRSearchConfig, *,
-                          dump: str | Path, data_dir: str | Path, out_dir: str | Path,
+                          dump: str | Path, dataset_dir: str | Path, out_dir: str | Path,
                           progress: bool = False, lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
     """Run (or resume, or reuse) the two-stage LR search.
 
@@ -107,7 +95,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
         lr = trial.suggest_float("lr_projection", lo1, hi1, log=True)
         cfg = dataclasses.replace(base, stages=[1], stage1=dataclasses.replace(
             base.stage1, epochs=search.stage1_epochs, lr_projection=lr))
-        res = train_captioner(model_cfg, cfg, dump=dump, data_dir=data_dir, out_dir=out / "trials" / f"s1_lr{_fmt(lr)}",
+        res = train_captioner(model_cfg, cfg, dump=dump, dataset_dir=dataset_dir, out_dir=out / "trials" / f"s1_lr{_fmt(lr)}",
                               progress=progress, track=False, lm_cache_dir=cache)
         return float(res["stages"]["1"]["best_val_loss"])
 
@@ -123,7 +111,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
         lr_l = trial.suggest_float("lr_lm", l_lo, l_hi, log=True)
         cfg = dataclasses.replace(base, stages=[2], stage2=dataclasses.replace(
             base.stage2, epochs=search.stage2_epochs, lr_projection=lr_p, lr_lm=lr_l))
-        res = train_captioner(model_cfg, cfg, dump=dump, data_dir=data_dir, init_from=init,
+        res = train_captioner(model_cfg, cfg, dump=dump, dataset_dir=dataset_dir, init_from=init,
                               out_dir=out / "trials" / f"s2_p{_fmt(lr_p)}_lm{_fmt(lr_l)}",
                               progress=progress, track=False)
         return float(res["stages"]["2"]["best_val_loss"])

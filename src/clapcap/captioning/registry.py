@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.data import dump_encoder_config
-from clapcap.captioning.study import CaptioningParams
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         artifacts["encoder_config"] = str(write_json(out / "champion_encoder.json", encoder))
         if encoder.get("checkpoint") and Path(encoder["checkpoint"]).exists():
             artifacts["encoder"] = str(encoder["checkpoint"])
-        example = example_audio(params.data_dir)
+        example = example_audio(params.dataset_dir)
     else:
         logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
@@ -101,12 +101,12 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     return result
 
 
-def example_audio(data_dir: str | Path, n: int = 2) -> list[str]:
+def example_audio(dataset_dir: str | Path, n: int = 2) -> list[str]:
     """Paths of the first ``n`` test clips of the dataset (the registered model's input example)."""
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
 
-    ds = load_dataset(data_dir)
+    ds = load_dataset(dataset_dir)
     rows = ds.manifest[ds.manifest["split"] == "test"].head(n)
     return [str(resolve_audio_path(ds.root, p)) for p in rows["audio_path"]]
 

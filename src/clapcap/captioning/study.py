@@ -27,84 +27,14 @@ from typing import Any
 
 import torch
 
+from clapcap.captioning.config import CaptioningParams, EncoderSpec, TrainConfig
 from clapcap.captioning.generation import DecodingConfig
-from clapcap.captioning.lr_search import LRSearchConfig, chosen_learning_rates
+from clapcap.captioning.lr_search import chosen_learning_rates
 from clapcap.captioning.model import CaptionerConfig
-from clapcap.captioning.train import TrainConfig, train_captioner
-from clapcap.config import from_dict
+from clapcap.captioning.train import train_captioner
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
-
-# name -> overrides of the baseline DecodingConfig (about 20 configurations).
-DEFAULT_DECODING_ABLATION: dict[str, dict[str, Any]] = {
-    "greedy": {},
-    "rep1.2": {"repetition_penalty": 1.2}, "rep1.5": {"repetition_penalty": 1.5},
-    "rep2.0": {"repetition_penalty": 2.0},
-    "beam3": {"strategy": "beam", "num_beams": 3}, "beam5": {"strategy": "beam", "num_beams": 5},
-    "beam5_lp0.5": {"strategy": "beam", "num_beams": 5, "length_penalty": 0.5},
-    "beam5_lp2.0": {"strategy": "beam", "num_beams": 5, "length_penalty": 2.0},
-    "ngram2": {"no_repeat_ngram_size": 2}, "ngram3": {"no_repeat_ngram_size": 3},
-    "beam5_ngram3": {"strategy": "beam", "num_beams": 5, "no_repeat_ngram_size": 3},
-    "max8": {"max_new_tokens": 8}, "max16": {"max_new_tokens": 16}, "max64": {"max_new_tokens": 64},
-    "topp0.5": {"strategy": "sample", "top_p": 0.5}, "topp0.8": {"strategy": "sample", "top_p": 0.8},
-    "topp0.95": {"strategy": "sample", "top_p": 0.95},
-    "topp0.9_t0.7": {"strategy": "sample", "top_p": 0.9, "temperature": 0.7},
-    "trim_sentences": {"trim_sentences": True}, "trim_words8": {"trim_words": 8},
-    "max16_trim_sentences": {"max_new_tokens": 16, "trim_sentences": True},
-}
-
-
-@dataclass
-class ArchGrid:
-    """Architecture ablation values (each varied alone from the LM's baseline config)."""
-
-    prefix_length: list[int] = field(default_factory=lambda: [4, 16])
-    dropout: list[float] = field(default_factory=lambda: [0.3, 0.5])
-    projection_depth: list[int] = field(default_factory=lambda: [1, 3])
-
-
-@dataclass
-class EncoderSpec:
-    """An embedding dump of one encoder (file, or folder of ``<split>.npz``)."""
-
-    dump: str
-    embedding_key: str = "audio_embeds"
-
-
-@dataclass
-class CaptioningParams:
-    """``params.yaml`` section ``captioning``."""
-
-    data_dir: str = "data/corpus"
-    dump: str = "data/embeddings/default_clap/corpus"
-    embedding_key: str = "audio_embeds"
-    out_dir: str = "results/captioning"
-    lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
-    models: dict[str, CaptionerConfig] = field(default_factory=lambda: {
-        "gpt2": CaptionerConfig(decoder="gpt2"), "t5": CaptionerConfig(decoder="t5")})
-    train: dict[str, TrainConfig] = field(default_factory=lambda: {"gpt2": TrainConfig(), "t5": TrainConfig()})
-    use_lr_search: bool = True
-    lr_search: LRSearchConfig = field(default_factory=LRSearchConfig)
-    decoding: DecodingConfig = field(default_factory=DecodingConfig)
-    decoding_ablation: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEFAULT_DECODING_ABLATION))
-    noise_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    arch: ArchGrid = field(default_factory=ArchGrid)
-    encoder_lm: str = "gpt2"
-    encoders: dict[str, EncoderSpec] = field(default_factory=dict)
-    metrics: list[str] | None = None
-    selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])
-    registered_model: str = "captioner"
-    alias: str = "champion"
-    track: bool = True
-    progress: bool = True
-    torch_threads: int = 1  # for generation; training uses train.<lm>.torch_threads
-
-    def check_lm(self, lm: str) -> None:
-        """Raises ValueError when ``lm`` has no model and train config."""
-        if lm not in self.models or lm not in self.train:
-            raise ValueError(f"captioning: no models.{lm} / train.{lm} config; have {sorted(self.models)}")
-
 
 @dataclass
 class RunSpec:
@@ -157,17 +87,19 @@ def all_specs(params: CaptioningParams) -> list[RunSpec]:
     return specs + encoder_specs(params)
 
 
-def train_config_for(params: CaptioningParams, lm: str, seed: int) -> TrainConfig:
-    """The LM's TrainConfig with the run's seed and, if enabled and present, the searched LRs."""
-    cfg = dataclasses.replace(params.train[lm], seed=seed)
-    if params.use_lr_search:
-        chosen = chosen_learning_rates(Path(params.out_dir) / "lr_search" / lm)
-        if chosen:
-            cfg = dataclasses.replace(
-                cfg, stage1=dataclasses.replace(cfg.stage1, lr_projection=chosen["stage1_lr_projection"]),
-                stage2=dataclasses.replace(cfg.stage2, lr_projection=chosen["stage2_lr_projection"],
-                                           lr_lm=chosen["stage2_lr_lm"]))
-    return cfg
+def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfig, TrainConfig]:
+    """The architecture and training config of one run, each built once from the LM's baseline:
+    the spec's architecture overrides; its seed, stages and embedding key; and, when enabled
+    and finished, the searched learning rates."""
+    train = params.train[spec.lm]
+    stage1, stage2 = train.stage1, train.stage2
+    chosen = chosen_learning_rates(Path(params.out_dir) / "lr_search" / spec.lm) if params.use_lr_search else None
+    if chosen:
+        stage1 = dataclasses.replace(stage1, lr_projection=chosen["stage1_lr_projection"])
+        stage2 = dataclasses.replace(stage2, lr_projection=chosen["stage2_lr_projection"], lr_lm=chosen["stage2_lr_lm"])
+    train = dataclasses.replace(train, seed=spec.seed, stages=spec.stages, embedding_key=spec.embedding_key,
+                                stage1=stage1, stage2=stage2)
+    return dataclasses.replace(params.models[spec.lm], **spec.model_overrides), train
 
 
 def _tracked(params: CaptioningParams, stage: str, run_name: str, run_params: dict[str, Any]) -> Any:
@@ -195,7 +127,7 @@ def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str,
 
     if params.torch_threads > 0:
         torch.set_num_threads(params.torch_threads)
-    manifest = load_dataset(params.data_dir).manifest
+    manifest = load_dataset(params.dataset_dir).manifest
     model = load_captioner(checkpoint)
     val = evaluate_split(model, load_caption_split(dump, manifest, "val", embedding_key=key), decoding,
                          metrics=params.selection_metrics)
@@ -216,10 +148,8 @@ def execute_run(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
     if path.is_file():
         return read_json(path)
     params.check_lm(spec.lm)
-    model_cfg = from_dict(CaptionerConfig, {**dataclasses.asdict(params.models[spec.lm]), **spec.model_overrides})
-    train_cfg = dataclasses.replace(train_config_for(params, spec.lm, spec.seed), stages=spec.stages,
-                                    embedding_key=spec.embedding_key)
-    trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, data_dir=params.data_dir,
+    model_cfg, train_cfg = run_configs(params, spec)
+    trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
                               out_dir=out / "runs" / spec.name, progress=params.progress, track=params.track,
                               lm_cache_dir=out / "lm_warmup")
     run_params = {"spec": dataclasses.asdict(spec), "decoding": dataclasses.asdict(params.decoding)}
@@ -240,14 +170,11 @@ def decoding_config(params: CaptioningParams, name: str) -> DecodingConfig:
     """The named decoding-ablation config (baseline decoding plus its overrides).
 
     Raises:
-        ValueError: on an unknown name; ConfigError on a bad override.
+        ValueError: on an unknown name (the overrides themselves are checked at load).
     """
     if name not in params.decoding_ablation:
         raise ValueError(f"unknown decoding config {name!r}; have {sorted(params.decoding_ablation)}")
-    base = dataclasses.asdict(params.decoding)
-    cfg = from_dict(DecodingConfig, {**base, **params.decoding_ablation[name]}, where=f"decoding_ablation.{name}")
-    cfg.validate()
-    return cfg
+    return dataclasses.replace(params.decoding, **params.decoding_ablation[name])  # checked at load
 
 
 def evaluate_decoding(params: CaptioningParams, lm: str, name: str) -> dict[str, Any]:
@@ -299,7 +226,7 @@ def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
     path = Path(params.out_dir) / "baseline_trivial.json"
     if path.is_file():
         return read_json(path)
-    manifest = load_dataset(params.data_dir).manifest
+    manifest = load_dataset(params.dataset_dir).manifest
     splits = {s: load_caption_split(params.dump, manifest, s, embedding_key=params.embedding_key)
               for s in ("train", "val", "test")}
     val = evaluate_trivial_baseline(splits["train"], splits["val"], metrics=params.selection_metrics)
@@ -315,7 +242,7 @@ def run_lr_search(params: CaptioningParams, lm: str) -> dict[str, Any]:
 
     params.check_lm(lm)
     return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
-                                 params.lr_search, dump=params.dump, data_dir=params.data_dir,
+                                 params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
                                  out_dir=Path(params.out_dir) / "lr_search" / lm, progress=params.progress,
                                  lm_cache_dir=Path(params.out_dir) / "lm_warmup")
 

@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from clapcap.captioning.config import StageConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit, load_caption_split
 from clapcap.captioning.model import (
     CaptionerConfig,
@@ -43,45 +44,6 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class StageConfig:
-    """Optimisation of one stage. ``lr_lm`` is used by stage 2 only."""
-
-    epochs: int = 4
-    lr_projection: float = 2e-3
-    lr_lm: float = 3e-4
-    weight_decay: float = 0.01
-
-
-@dataclass
-class TrainConfig:
-    """A training run. ``lm_pretrain_epochs`` applies to small (non-pretrained) decoders only."""
-
-    seed: int = 0
-    batch_size: int = 64
-    stages: list[int] = field(default_factory=lambda: [1, 2])
-    stage1: StageConfig = field(default_factory=lambda: StageConfig(epochs=4, lr_projection=2e-3))
-    stage2: StageConfig = field(default_factory=lambda: StageConfig(epochs=3, lr_projection=1e-3,
-                                                                     lr_lm=3e-4))
-    lm_pretrain_epochs: int = 3
-    lm_pretrain_lr: float = 3e-3
-    grad_clip: float = 1.0
-    embedding_key: str = "audio_embeds"
-    device: str = "cpu"
-    torch_threads: int = 1  # tiny models: 1 intra-op thread is fastest, and safe on shared cores
-
-    def validate(self) -> None:
-        """Raises ValueError naming the first bad option."""
-        if not self.stages or any(s not in (1, 2) for s in self.stages) or sorted(set(self.stages)) != self.stages:
-            raise ValueError(f"train.stages: expected [1], [2] or [1, 2], found {self.stages}")
-        if self.batch_size < 1:
-            raise ValueError(f"train.batch_size must be >= 1, found {self.batch_size}")
-        for name in ("stage1", "stage2"):
-            st: StageConfig = getattr(self, name)
-            if st.epochs < 1 or st.lr_projection <= 0 or st.lr_lm < 0:
-                raise ValueError(f"train.{name}: need epochs >= 1 and positive learning rates, found {st}")
-
-
-@dataclass
 class RunData:
     """Train and validation splits of one run."""
 
@@ -89,11 +51,11 @@ class RunData:
     val: CaptionSplit
 
 
-def load_run_data(dump: str | Path, data_dir: str | Path, embedding_key: str = "audio_embeds") -> RunData:
+def load_run_data(dump: str | Path, dataset_dir: str | Path, embedding_key: str = "audio_embeds") -> RunData:
     """Load train and val splits (embeddings from ``dump``, captions from the manifest)."""
     from clapcap.data.prepare import load_dataset
 
-    manifest = load_dataset(data_dir).manifest
+    manifest = load_dataset(dataset_dir).manifest
     return RunData(load_caption_split(dump, manifest, "train", embedding_key=embedding_key),
                    load_caption_split(dump, manifest, "val", embedding_key=embedding_key))
 
@@ -287,7 +249,7 @@ def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cf
     return model.to(cfg.device)
 
 
-def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str | Path, data_dir: str | Path,
+def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str | Path, dataset_dir: str | Path,
                     out_dir: str | Path, init_from: str | Path | None = None, progress: bool = True,
                     track: bool = True, lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
     """Train a captioner (stages ``cfg.stages``) into ``out_dir``; skipped if its result exists.
@@ -310,7 +272,7 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
     cfg.validate()
     if cfg.torch_threads > 0:
         torch.set_num_threads(cfg.torch_threads)
-    data = load_run_data(dump, data_dir, cfg.embedding_key)
+    data = load_run_data(dump, dataset_dir, cfg.embedding_key)
     model_cfg = dataclasses.replace(model_cfg, in_dim=int(data.train.embeds.shape[1]))
     if init_from is not None:  # continue a saved captioner: its tokenizer and weights
         model = load_captioner(init_from, device=cfg.device)

@@ -25,7 +25,7 @@ class TrainClapParams:
     eval_split: str = "val"
     collapse_alpha: float = 0.01  # permutation test vs chance (clapcap.clap.collapse); 0 = off
     caption_column: str = "captions"
-    register_name: str = "clapcap-default-clap"
-    register_alias: str = "champion"
+    registered_model: str = "clapcap-default-clap"
+    alias: str = "champion"
     track: bool = True
     torch_threads: int = 0  # 0 = torch's default; 1 is faster on a busy 2-core machine

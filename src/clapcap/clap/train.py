@@ -262,7 +262,7 @@ class TrainClapResult:
 
 
 # Not in the signature: they do not decide the weights (the collapse level only judges them).
-_UNTRACKED = ("track", "register_name", "register_alias", "torch_threads", "out_dir", "dataset_dir",
+_UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", "dataset_dir",
               "collapse_alpha")
 
 
@@ -353,7 +353,7 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
 
 def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainClapResult:
     """:func:`train_clap` inside an MLflow run (when ``params.track``): per-epoch metrics, the
-    result file, and the model registered as ``register_name`` with alias ``register_alias``.
+    result file, and the model registered as ``registered_model`` with alias ``alias``.
 
     Returns:
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
@@ -374,6 +374,6 @@ def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainCl
             uri = tracking.log_loader_pyfunc_model(
                 "default_clap", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
                 input_example=["a dog barks", "rain falls on a roof"])
-            version = tracking.register_model(uri, params.register_name, alias=params.register_alias)
-            logger.info("registered %s version %d (alias %s)", params.register_name, version, params.register_alias)
+            version = tracking.register_model(uri, params.registered_model, alias=params.alias)
+            logger.info("registered %s version %d (alias %s)", params.registered_model, version, params.alias)
     return res

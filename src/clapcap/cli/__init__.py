@@ -2,31 +2,43 @@
 
 Each group lives in ``clapcap.cli.<group>`` and exposes ``register(subparsers)``; a
 handler parses its arguments, calls one library function and returns an exit code.
-Group modules import heavy libraries inside their handlers so ``clapcap --help`` is fast.
+Group modules import the library (torch, transformers, mlflow behind it) inside their
+handlers, so ``clapcap --help`` stays fast; that is the one place imports are deferred.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
+from clapcap.cli import (
+    assets,
+    captioning,
+    conclusions,
+    data,
+    pairwise,
+    reference,
+    report,
+    retrieval,
+    robust,
+)
 from clapcap.entry import run_entry, verbose_from_env
 
 __all__ = ["build_parser", "main", "run_entry"]
 
-# (group name, module, help). A group whose module is absent is simply not offered.
-GROUPS: list[tuple[str, str, str]] = [
-    ("data", "clapcap.cli.data", "prepare and validate datasets and the synthetic corpus"),
-    ("assets", "clapcap.cli.assets", "offline assets: Java tools, HF caches, downloads"),
-    ("retrieval", "clapcap.cli.retrieval", "embedding dumps, retrieval metrics, parity, identity"),
-    ("captioning", "clapcap.cli.captioning", "ClipCap training, generation and scoring"),
-    ("robust", "clapcap.cli.robust", "RobustCLAP paraphrases, fine-tuning and benchmark"),
-    ("reference", "clapcap.cli.reference", "reference captioners, scoring and leakage"),
-    ("pairwise", "clapcap.cli.pairwise", "pairwise A/B judging study and agreement"),
-    ("report", "clapcap.cli.report", "tables, figures and the leaderboard"),
-    ("conclusions", "clapcap.cli.conclusions", "stated findings as data: compare two builds"),
+# (group name, module, help), in the order ``clapcap --help`` lists them.
+GROUPS: list[tuple[str, ModuleType, str]] = [
+    ("data", data, "prepare and validate datasets and the synthetic corpus"),
+    ("assets", assets, "offline assets: Java tools, HF caches, downloads"),
+    ("retrieval", retrieval, "embedding dumps, retrieval metrics, parity, identity"),
+    ("captioning", captioning, "ClipCap training, generation and scoring"),
+    ("robust", robust, "RobustCLAP paraphrases, fine-tuning and benchmark"),
+    ("reference", reference, "reference captioners, scoring and leakage"),
+    ("pairwise", pairwise, "pairwise A/B judging study and agreement"),
+    ("report", report, "tables, figures and the leaderboard"),
+    ("conclusions", conclusions, "stated findings as data: compare two builds"),
 ]
 
 
@@ -36,13 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging, library logs, and tracebacks of errors")
     sub = parser.add_subparsers(dest="group", metavar="GROUP")
-    for name, module_name, help_text in GROUPS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name == module_name:
-                continue
-            raise
+    for name, module, help_text in GROUPS:
         module.register(sub, name, help_text)
     return parser
 

@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 def _params(args: argparse.Namespace) -> Any:
-    from clapcap.captioning.study import CaptioningParams
+    from clapcap.captioning.config import CaptioningParams
     from clapcap.config import load_section
 
     params = load_section(CaptioningParams, "captioning", args.params)

@@ -17,6 +17,7 @@ their own and that row (``--held-out-name``) is the reportable one.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,20 +74,34 @@ def dump_split(dataset_dir: str | Path, out_dir: str | Path, *, split: str = "te
     table = ds.split(split)
     if table.empty:
         raise ValueError(f"{dataset_dir}: no clips in split {split!r}")
-    clips = [SplitClip(str(r.clip_id), str(ds.audio_path(r.clip_id)), list(r.captions),
+    out_dir = Path(out_dir)
+    # Paths relative to the split's own folder: no absolute path enters an output (two clones
+    # in different folders write the same bytes); readers resolve them against that folder.
+    clips = [SplitClip(str(r.clip_id), _relative(ds.audio_path(r.clip_id), out_dir), list(r.captions),
                        None if r.is_audioset_eval is None else bool(r.is_audioset_eval))
              for r in table.itertuples(index=False)]
-    out_dir = Path(out_dir)
     rows = [{"clip_id": c.clip_id, "audio_path": c.audio_path, "caption": cap,
              "is_audioset_eval": "" if c.is_audioset_eval is None else str(c.is_audioset_eval)}
             for c in clips for cap in c.captions]
     csv_path, json_path = out_dir / "split.csv", out_dir / "split.json"
     with atomic_path(csv_path) as tmp:
         pd.DataFrame(rows, columns=["clip_id", "audio_path", "caption", "is_audioset_eval"]).to_csv(tmp, index=False)
-    write_json(json_path, {"split": split, "dataset": str(Path(dataset_dir).resolve()),
+    write_json(json_path, {"split": split, "dataset": _relative(dataset_dir, out_dir),
                            "clips": [c.__dict__ for c in clips]})
     logger.info("split %s: %d clips, %d captions -> %s", split, len(clips), len(rows), csv_path)
     return csv_path, json_path
+
+
+def _relative(path: str | Path, start: Path) -> str:
+    """``path`` relative to the folder ``start`` (POSIX separators)."""
+    return Path(os.path.relpath(Path(path).resolve(), start.resolve())).as_posix()
+
+
+def _resolved(audio_path: str, folder: Path) -> str:
+    """A split file's ``audio_path`` made usable from any working directory."""
+    if not audio_path or Path(audio_path).is_absolute():
+        return audio_path
+    return str((folder / audio_path).resolve())
 
 
 def _parse_flag(value: Any, path: Path, row: int) -> bool | None:
@@ -101,7 +116,7 @@ def _parse_flag(value: Any, path: Path, row: int) -> bool | None:
 
 
 def read_split(path: str | Path) -> ReferenceSplit:
-    """Read a split CSV (``clip_id``, ``caption``, ``is_audioset_eval``; ``audio_path`` optional).
+    """Read a split CSV (``clip_id``, ``caption``, ``is_audioset_eval``; ``audio_path`` optional, kept as written).
 
     Raises:
         FileNotFoundError: when ``path`` does not exist.
@@ -141,9 +156,12 @@ def read_split_json(path: str | Path) -> ReferenceSplit:
     if not isinstance(data, dict) or not isinstance(data.get("clips"), list):
         raise ValueError(f"{path}: expected an object with a 'clips' list")
     try:
-        return ReferenceSplit([SplitClip(**c) for c in data["clips"]])
+        clips = [SplitClip(**c) for c in data["clips"]]
     except TypeError as err:
         raise ValueError(f"{path}: malformed clip entry: {err}") from err
+    for clip in clips:
+        clip.audio_path = _resolved(clip.audio_path, Path(path).parent)
+    return ReferenceSplit(clips)
 
 
 def _held_out_row(preds: dict[str, str], refs: dict[str, list[str]], ids: list[str], name: str,

@@ -9,7 +9,9 @@ file that does not exist yet is skipped (its section then reads "not run").
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,6 @@ class CollectParams:
     retrieval_metrics: dict[str, str] = field(default_factory=dict)  # row name -> evaluate JSON
     retrieval_dataset: str = "synthetic"
     reference_scores: list[str] = field(default_factory=list)  # reference_score scores.json files
-    captioning_dir: str = ""  # results folder of the captioning study ("" = none)
-    lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
     decoding_lm: str = "gpt2"
     baseline_decoding: str = "greedy"
     lr_search: list[str] = field(default_factory=list)  # Optuna result JSONs (docs/reports.md)
@@ -129,15 +129,20 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
     return out
 
 
-def collect_inputs(params: CollectParams) -> dict[str, list[str]]:
-    """Write report inputs under ``params.out_dir``; return ``{section: [paths]}``."""
+def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
+                   lms: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Write report inputs under ``params.out_dir``; return ``{section: [paths]}``.
+
+    ``captioning_dir`` and ``lms`` come from the ``captioning`` section (its ``out_dir`` and
+    ``lms``), not repeated here; an empty ``captioning_dir`` collects no captioning rows.
+    """
     out = Path(params.out_dir)
     inputs: dict[str, list[str]] = {}
     retrieval = retrieval_rows(params.retrieval_metrics, params.retrieval_dataset)
     if retrieval:
         inputs["retrieval"] = [str(write_json(out / "retrieval.json", {"rows": retrieval}))]
-    caps = (captioning_sections(params.captioning_dir, params.lms, params.decoding_lm, params.baseline_decoding)
-            if params.captioning_dir else {})
+    caps = (captioning_sections(captioning_dir, list(lms), params.decoding_lm, params.baseline_decoding)
+            if captioning_dir else {})
     for section in ("lm_ablation", "arch_ablation", "decoding_ablation", "encoder_ablation"):
         if caps.get(section):
             inputs[section] = [str(write_json(out / f"{section}.json",
@@ -149,7 +154,8 @@ def collect_inputs(params: CollectParams) -> dict[str, list[str]]:
                                                          {"rows": comparison, "metrics": metrics,
                                                           "primary": "CIDEr-D"}))]
     lr = [p for p in params.lr_search if Path(p).is_file()]
-    figures = [{"name": name, "png": str(Path(png).resolve())}
+    # Relative to the inputs folder (how load_lr_search resolves it): no absolute path in an output.
+    figures = [{"name": name, "png": Path(os.path.relpath(png, out)).as_posix()}
                for name, png in params.lr_search_figures.items() if Path(png).is_file()]
     if figures:
         lr.append(str(write_json(out / "lr_search_figures.json", figures)))
@@ -159,7 +165,8 @@ def collect_inputs(params: CollectParams) -> dict[str, list[str]]:
     return inputs
 
 
-def collect_and_report(collect: CollectParams, out_dir: str | Path, *, extra_inputs: dict[str, list[str]] | None = None,
+def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captioning_dir: str | Path = "",
+                       lms: Sequence[str] = (), extra_inputs: dict[str, list[str]] | None = None,
                        track: bool = False) -> dict[str, Any]:
     """Collect the pipeline's results, then build the report (the ``report`` DVC stage).
 
@@ -168,7 +175,7 @@ def collect_and_report(collect: CollectParams, out_dir: str | Path, *, extra_inp
     """
     from clapcap.reporting.report import build_report
 
-    inputs = collect_inputs(collect)
+    inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms)
     for section, paths in (extra_inputs or {}).items():
         inputs.setdefault(section, []).extend(paths)
     return build_report(inputs, out_dir, track=track)

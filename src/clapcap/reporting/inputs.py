@@ -21,6 +21,7 @@ JSON ``{"name", "metric", "direction", "trials": [{"params": {"lr": ..}, "value"
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ def load_lr_search(paths: str | Path | Sequence[str | Path]) -> list[dict[str, A
                 raise ValueError(f"{where}: expected an object with a 'name'")
             if "png" in study:
                 png = Path(study["png"])
-                png = png if png.is_absolute() else Path(path).parent / png
+                png = png if png.is_absolute() else Path(os.path.normpath(Path(path).parent / png))
                 if not png.is_file():
                     raise FileNotFoundError(f"{where}: figure {png} not found")
                 studies.append({"name": study["name"], "png": str(png)})

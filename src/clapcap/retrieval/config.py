@@ -20,7 +20,7 @@ class RetrievalEvalParams:
         ks: cut-offs of ``r@k``.
         laion_compatible: use LAION-CLAP's a2t mAP@10 formula (only to reproduce published
             LAION numbers; the default is the TREC ``map_cut_10`` definition).
-        bootstrap_resamples: bootstrap resamples for the confidence intervals (0: none).
+        n_resamples: bootstrap resamples for the confidence intervals (0: none).
         confidence: confidence level of the intervals.
         seed: seed of the bootstrap.
         max_block_mb: memory budget of one similarity block.
@@ -33,19 +33,19 @@ class RetrievalEvalParams:
     out_dir: str = "metrics/retrieval"
     ks: list[int] = field(default_factory=lambda: [1, 5, 10])
     laion_compatible: bool = False
-    bootstrap_resamples: int = 1000
+    n_resamples: int = 1000
     confidence: float = 0.95
     seed: int = 0
     max_block_mb: int = 256
     parity_out: str = "metrics/metric_parity.json"
     parity_tolerance: float = 1e-9
-    mlflow: bool = True
+    track: bool = True
 
     def __post_init__(self) -> None:
         if any(k < 1 for k in self.ks) or not self.ks:
             raise ConfigError(f"retrieval.ks: expected positive integers, found {self.ks!r}")
-        if self.bootstrap_resamples < 0:
-            raise ConfigError(f"retrieval.bootstrap_resamples: expected >= 0, found {self.bootstrap_resamples}")
+        if self.n_resamples < 0:
+            raise ConfigError(f"retrieval.n_resamples: expected >= 0, found {self.n_resamples}")
         if not 0 < self.confidence < 1:
             raise ConfigError(f"retrieval.confidence: expected a value in (0, 1), found {self.confidence}")
         if self.max_block_mb < 1:

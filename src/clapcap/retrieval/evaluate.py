@@ -135,7 +135,7 @@ def evaluate_all(params: RetrievalEvalParams) -> dict[str, dict]:
     for dump_path in params.dumps:
         out[dump_path] = evaluate_file(
             dump_path, metrics_path(params, dump_path), ks=params.ks,
-            laion_compatible=params.laion_compatible, bootstrap=params.bootstrap_resamples,
+            laion_compatible=params.laion_compatible, bootstrap=params.n_resamples,
             seed=params.seed, confidence=params.confidence,
             max_block_bytes=params.max_block_mb * 2**20)
     return out

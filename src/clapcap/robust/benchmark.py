@@ -264,7 +264,7 @@ def _flat_metrics(result: dict[str, Any]) -> dict[str, float]:
 
 def run_robust_benchmark(params: RobustBenchParams) -> dict[str, Any]:
     """:func:`run_benchmark` inside an MLflow run (when ``params.track``); registers the
-    candidate as ``register_name`` (alias ``register_alias``) when it beats the base.
+    candidate as ``registered_model`` (alias ``alias``) when it beats the base.
 
     Returns:
         The benchmark result, with ``register.version`` when the model was registered.
@@ -285,7 +285,7 @@ def run_robust_benchmark(params: RobustBenchParams) -> dict[str, Any]:
                 "robust_clap", "clapcap.encoders.hf_clap:pyfunc_loader",
                 artifacts={"clap_dir": params.models[params.candidate]},
                 input_example=["a dog barks", "rain falls on a roof"])
-            version = tracking.register_model(uri, params.register_name, alias=params.register_alias)
+            version = tracking.register_model(uri, params.registered_model, alias=params.alias)
             result["register"]["version"] = version
-            logger.info("registered %s version %d (alias %s)", params.register_name, version, params.register_alias)
+            logger.info("registered %s version %d (alias %s)", params.registered_model, version, params.alias)
     return result

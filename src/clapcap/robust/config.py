@@ -91,8 +91,8 @@ class RobustBenchParams:
     out_dir: str = "results/robust"
     register_metric: str = "t2a/r@10"
     register_benchmark: str = "view2"
-    register_name: str = "clapcap-robust-clap"
-    register_alias: str = "champion"
+    registered_model: str = "clapcap-robust-clap"
+    alias: str = "champion"
     track: bool = True
     experiment: str = "clapcap-robust"
 

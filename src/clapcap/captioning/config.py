@@ -1,0 +1,152 @@
+"""Typed settings of the captioning area: ``params.yaml`` section ``captioning``.
+
+:class:`CaptioningParams` holds the study (LMs, ablation grids, encoders, decoding
+configurations); :class:`TrainConfig` one training run; :class:`LRSearchConfig` the LR
+search. The architecture (:class:`~clapcap.captioning.model.CaptionerConfig`) and decoding
+(:class:`~clapcap.captioning.generation.DecodingConfig`) configs sit beside their modules.
+Every class checks its values when built, so a bad value fails at ``load_section``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from clapcap.captioning.generation import DecodingConfig
+from clapcap.captioning.model import CaptionerConfig
+from clapcap.config import from_dict
+
+
+@dataclass
+class StageConfig:
+    """Optimisation of one stage. ``lr_lm`` is used by stage 2 only."""
+
+    epochs: int = 4
+    lr_projection: float = 2e-3
+    lr_lm: float = 3e-4
+    weight_decay: float = 0.01
+
+
+@dataclass
+class TrainConfig:
+    """A training run. ``lm_pretrain_epochs`` applies to small (non-pretrained) decoders only."""
+
+    seed: int = 0
+    batch_size: int = 64
+    stages: list[int] = field(default_factory=lambda: [1, 2])
+    stage1: StageConfig = field(default_factory=lambda: StageConfig(epochs=4, lr_projection=2e-3))
+    stage2: StageConfig = field(default_factory=lambda: StageConfig(epochs=3, lr_projection=1e-3,
+                                                                     lr_lm=3e-4))
+    lm_pretrain_epochs: int = 3
+    lm_pretrain_lr: float = 3e-3
+    grad_clip: float = 1.0
+    embedding_key: str = "audio_embeds"
+    device: str = "cpu"
+    torch_threads: int = 1  # tiny models: 1 intra-op thread is fastest, and safe on shared cores
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raises ValueError naming the first bad option (also at load, from ``__post_init__``)."""
+        if not self.stages or any(s not in (1, 2) for s in self.stages) or sorted(set(self.stages)) != self.stages:
+            raise ValueError(f"train.stages: expected [1], [2] or [1, 2], found {self.stages}")
+        if self.batch_size < 1:
+            raise ValueError(f"train.batch_size must be >= 1, found {self.batch_size}")
+        for name in ("stage1", "stage2"):
+            st: StageConfig = getattr(self, name)
+            if st.epochs < 1 or st.lr_projection <= 0 or st.lr_lm < 0:
+                raise ValueError(f"train.{name}: need epochs >= 1 and positive learning rates, found {st}")
+
+
+@dataclass
+class LRSearchConfig:
+    """Grids and the short training budget of each trial."""
+
+    stage1_lrs: list[float] = field(default_factory=lambda: [3e-4, 1e-3, 3e-3, 1e-2])
+    stage2_projection_lrs: list[float] = field(default_factory=lambda: [3e-4, 1e-3])
+    stage2_lm_lrs: list[float] = field(default_factory=lambda: [1e-4, 1e-3])
+    stage1_epochs: int = 2
+    stage2_epochs: int = 1
+    seed: int = 0
+
+
+# name -> overrides of the baseline DecodingConfig (about 20 configurations).
+DEFAULT_DECODING_ABLATION: dict[str, dict[str, Any]] = {
+    "greedy": {},
+    "rep1.2": {"repetition_penalty": 1.2}, "rep1.5": {"repetition_penalty": 1.5},
+    "rep2.0": {"repetition_penalty": 2.0},
+    "beam3": {"strategy": "beam", "num_beams": 3}, "beam5": {"strategy": "beam", "num_beams": 5},
+    "beam5_lp0.5": {"strategy": "beam", "num_beams": 5, "length_penalty": 0.5},
+    "beam5_lp2.0": {"strategy": "beam", "num_beams": 5, "length_penalty": 2.0},
+    "ngram2": {"no_repeat_ngram_size": 2}, "ngram3": {"no_repeat_ngram_size": 3},
+    "beam5_ngram3": {"strategy": "beam", "num_beams": 5, "no_repeat_ngram_size": 3},
+    "max8": {"max_new_tokens": 8}, "max16": {"max_new_tokens": 16}, "max64": {"max_new_tokens": 64},
+    "topp0.5": {"strategy": "sample", "top_p": 0.5}, "topp0.8": {"strategy": "sample", "top_p": 0.8},
+    "topp0.95": {"strategy": "sample", "top_p": 0.95},
+    "topp0.9_t0.7": {"strategy": "sample", "top_p": 0.9, "temperature": 0.7},
+    "trim_sentences": {"trim_sentences": True}, "trim_words8": {"trim_words": 8},
+    "max16_trim_sentences": {"max_new_tokens": 16, "trim_sentences": True},
+}
+
+
+@dataclass
+class ArchGrid:
+    """Architecture ablation values (each varied alone from the LM's baseline config)."""
+
+    prefix_length: list[int] = field(default_factory=lambda: [4, 16])
+    dropout: list[float] = field(default_factory=lambda: [0.3, 0.5])
+    projection_depth: list[int] = field(default_factory=lambda: [1, 3])
+
+
+@dataclass
+class EncoderSpec:
+    """An embedding dump of one encoder (file, or folder of ``<split>.npz``)."""
+
+    dump: str
+    embedding_key: str = "audio_embeds"
+
+
+@dataclass
+class CaptioningParams:
+    """``params.yaml`` section ``captioning``."""
+
+    dataset_dir: str = "data/corpus"
+    dump: str = "data/embeddings/default_clap/corpus"
+    embedding_key: str = "audio_embeds"
+    out_dir: str = "results/captioning"
+    lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
+    models: dict[str, CaptionerConfig] = field(default_factory=lambda: {
+        "gpt2": CaptionerConfig(decoder="gpt2"), "t5": CaptionerConfig(decoder="t5")})
+    train: dict[str, TrainConfig] = field(default_factory=lambda: {"gpt2": TrainConfig(), "t5": TrainConfig()})
+    use_lr_search: bool = True
+    lr_search: LRSearchConfig = field(default_factory=LRSearchConfig)
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    decoding_ablation: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEFAULT_DECODING_ABLATION))
+    noise_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    arch: ArchGrid = field(default_factory=ArchGrid)
+    encoder_lm: str = "gpt2"
+    encoders: dict[str, EncoderSpec] = field(default_factory=dict)
+    metrics: list[str] | None = None
+    selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])
+    registered_model: str = "captioner"
+    alias: str = "champion"
+    track: bool = True
+    progress: bool = True
+    torch_threads: int = 1  # for generation; training uses train.<lm>.torch_threads
+
+    def __post_init__(self) -> None:
+        for lm in [*self.lms, self.encoder_lm]:
+            self.check_lm(lm)
+        if not self.noise_seeds:
+            raise ValueError("noise_seeds: expected at least one seed")
+        for name, overrides in self.decoding_ablation.items():  # typed and checked once, here
+            cfg = from_dict(DecodingConfig, {**dataclasses.asdict(self.decoding), **overrides},
+                            where=f"decoding_ablation.{name}")
+            self.decoding_ablation[name] = {k: getattr(cfg, k) for k in overrides}
+
+    def check_lm(self, lm: str) -> None:
+        """Raises ValueError when ``lm`` has no model and train config."""
+        if lm not in self.models or lm not in self.train:
+            raise ValueError(f"captioning: no models.{lm} / train.{lm} config; have {sorted(self.models)}")
