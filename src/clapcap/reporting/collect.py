@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
