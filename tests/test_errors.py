@@ -23,8 +23,7 @@ from clapcap.data.audio import AudioError
 from clapcap.data.dump import DumpError
 from clapcap.data.manifest import ManifestError
 from clapcap.entry import run_entry
-from clapcap.errors import ClapcapError, exit_code
-from clapcap.evaluation.aac_assets import AssetError as AacAssetError
+from clapcap.errors import AssetError, ClapcapError, exit_code
 from clapcap.llm.errors import LLMError, MissingKeyError
 from clapcap.pairwise.ratings import RatingsError
 from clapcap.quality.validate import DataValidationError
@@ -41,7 +40,7 @@ def _env() -> dict[str, str]:
 @pytest.mark.parametrize("err,code", [
     (ConfigError("x"), 2), (DumpError("x"), 2), (AudioError("a.wav", "x"), 2), (ManifestError("x"), 2),
     (RatingsError("x"), 2), (MissingKeyError("x"), 2), (ValueError("x"), 2), (FileNotFoundError("x"), 2),
-    (LLMError("x"), 1), (TrainingCollapsed("x"), 1), (DataValidationError("x"), 1), (AacAssetError("x"), 1),
+    (LLMError("x"), 1), (TrainingCollapsed("x"), 1), (DataValidationError("x"), 1), (AssetError("x"), 1),
     (PermissionError(13, "Permission denied", "out.json"), 1),
     (KeyError("x"), None), (TypeError("x"), None), (OSError("no file named"), None),
 ])

@@ -9,8 +9,8 @@ on stderr and exit with :func:`exit_code`:
 - **2**, the input is wrong (:class:`InputError`: ``params.yaml``, a data file, a dump, a
   command-line value), and also a plain ``ValueError`` or a missing file or folder;
 - **1**, a run failed on valid input (:class:`ClapcapError`: an endpoint, a training run, a
-  data-validation suite, a missing asset or optional package), and also an ``OSError`` on
-  a named file (a permission, a full disk).
+  data-validation suite, a missing asset (:class:`AssetError`) or optional package), and
+  also an ``OSError`` on a named file (a permission, a full disk).
 
 Any other exception is a bug and keeps its traceback. Messages name the file and, where
 there is one, the 1-based line (``params.yaml:12: data.n_clips: ...``) or CSV row (counted
@@ -39,6 +39,16 @@ class InputError(ClapcapError):
 
 class MissingDependencyError(ClapcapError, ModuleNotFoundError):
     """An optional package is not installed; the message names what to install."""
+
+
+class AssetError(ClapcapError, RuntimeError):
+    """An asset needed offline is missing or unusable: exit code 1.
+
+    Raised for the tools of offline caption scoring (aac-metrics' Java, PTB tokenizer and
+    model files, :mod:`clapcap.evaluation.aac_assets`) and for the Hugging Face hub cache
+    that ``laion_clap`` imports from (the npm vocab package and files,
+    :mod:`clapcap.encoders.hf_cache`); the message names the asset and how to provide it.
+    """
 
 
 def exit_code(err: BaseException) -> int | None:

@@ -11,12 +11,12 @@ import pytest
 from clapcap.encoders.hf_cache import (
     DEFAULT_CACHE,
     REVISION,
-    AssetError,
     bert_vocab_path,
     fetch_gpt2_bpe,
     laion_env,
     write_tokenizer_repos,
 )
+from clapcap.errors import AssetError
 
 
 @pytest.fixture(scope="module")

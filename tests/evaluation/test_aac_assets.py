@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from clapcap.errors import AssetError
 from clapcap.evaluation import aac_assets
 from clapcap.evaluation.aac_assets import (
     METEOR_JAR,
     METEOR_PARAPHRASE,
     PTB_JAR,
     SPICE_DIR,
-    AssetError,
     java_problem,
     metric_problems,
     setup_offline,

@@ -24,7 +24,7 @@ import yaml
 
 import clapcap
 from clapcap.evaluation.shared_split import read_split_json
-from clapcap.reference.progress import ProgressCache
+from clapcap.reference.generate import progress_cache
 from clapcap.utils.io import read_json
 
 K = 5
@@ -75,7 +75,7 @@ def test_sigkill_mid_run_repeats_no_paid_call(tmp_path, small_split, fake_openai
     first = [_clip_of(r["body"], by_audio) for r in fake_openai.requests]
     answered, in_flight = first[:K], first[K]
     cache_file = out / "api_model" / "progress.jsonl"
-    assert set(ProgressCache(cache_file).done) == set(answered)  # each answer on disk before the next call
+    assert set(progress_cache(cache_file)) == set(answered)  # each answer on disk before the next call
     assert not (out / "api_model" / "predictions.json").exists()
     data = cache_file.read_bytes()
     cut = data.rindex("é".encode()) + 1
@@ -94,5 +94,5 @@ def test_sigkill_mid_run_repeats_no_paid_call(tmp_path, small_split, fake_openai
     assert in_flight in second
     preds = read_json(out / "api_model" / "predictions.json")
     assert list(preds) == [c.clip_id for c in split.clips]
-    assert set(ProgressCache(cache_file).done) == set(preds)
+    assert set(progress_cache(cache_file)) == set(preds)
     assert len(cache_file.read_bytes().splitlines()) == len(preds)  # no fragment left behind

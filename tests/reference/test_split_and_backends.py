@@ -13,8 +13,7 @@ import pytest
 from clapcap.evaluation.shared_split import read_split, read_split_json
 from clapcap.reference.api import ApiCaptioner, ApiError
 from clapcap.reference.config import ApiConfig, GenerationConfig, ReferenceSpec
-from clapcap.reference.generate import generate_reference
-from clapcap.reference.progress import ProgressCache
+from clapcap.reference.generate import generate_reference, progress_cache
 from clapcap.utils.io import read_json, write_json
 
 SECRET = "sk-test-SECRET-123"
@@ -145,7 +144,7 @@ def test_interrupted_run_resumes_from_progress_cache(tmp_path, small_split):
     with pytest.raises(ConnectionError):
         generate_reference(spec, small_split[1], tmp_path, captioner=flaky, progress=False)
     cache_file = tmp_path / "flaky" / "progress.jsonl"
-    assert len(ProgressCache(cache_file).done) == 3
+    assert len(progress_cache(cache_file)) == 3
     with cache_file.open("a") as fh:
         fh.write('{"clip_id": "trunc')   # a write cut by a crash
     seen: list[str] = []

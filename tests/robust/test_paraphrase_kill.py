@@ -93,14 +93,14 @@ def test_sigkill_mid_run_repeats_no_paid_call(tiny_corpus, fake_llm, tmp_path):
 
 
 def test_torn_cache_line_does_not_swallow_the_next_record(tmp_path):
-    from clapcap.paraphrase.cache import JsonlCache
+    from clapcap.paraphrase.llm import open_cache
 
     path = tmp_path / "c.jsonl"
-    JsonlCache(path).put({"key": "a", "status": "ok"})
+    open_cache(path).put({"key": "a", "status": "ok"})
     with path.open("ab") as fh:
         fh.write(b'{"key": "b", "status": "o')  # cut by a crash
-    resumed = JsonlCache(path)
+    resumed = open_cache(path)
     assert len(resumed) == 1 and resumed.get("b") is None  # "b" will be asked again
     resumed.put({"key": "c", "status": "ok"})
-    again = JsonlCache(path)  # the old cache glued "c" onto the fragment and lost it
+    again = open_cache(path)  # the old cache glued "c" onto the fragment and lost it
     assert again.get("a") and again.get("c") and len(again) == 2

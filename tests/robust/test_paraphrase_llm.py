@@ -7,9 +7,8 @@ import logging
 
 import pytest
 
-from clapcap.paraphrase.cache import JsonlCache
 from clapcap.paraphrase.client import LLMError
-from clapcap.paraphrase.llm import LLMParams, LLMParaphraser, build_client
+from clapcap.paraphrase.llm import LLMParams, LLMParaphraser, build_client, open_cache
 from clapcap.paraphrase.prompts import MalformedAnswer, parse_correction, parse_generation
 from clapcap.paraphrase.secrets import SecretStr, resolve_api_key
 
@@ -24,7 +23,7 @@ def _params(fake, tmp_path, **kw) -> LLMParams:
 
 
 def _paraphraser(params: LLMParams) -> LLMParaphraser:
-    return LLMParaphraser(params, client=build_client(params), cache=JsonlCache(params.cache_path))
+    return LLMParaphraser(params, client=build_client(params), cache=open_cache(params.cache_path))
 
 
 def test_two_steps_generate_then_correct(fake_llm, tmp_path):

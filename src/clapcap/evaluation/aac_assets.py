@@ -28,7 +28,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from clapcap.errors import ClapcapError
+from clapcap.errors import AssetError
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +50,6 @@ _JAR_LINKS: list[tuple[str, Path]] = [
     ("meteor/data/paraphrase-en.gz", METEOR_PARAPHRASE),
     ("spice/spice-1.0.jar", SPICE_DIR / "spice-1.0.jar"),
 ]
-
-
-class AssetError(ClapcapError, RuntimeError):
-    """An asset needed for offline scoring is missing or unusable."""
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clapcap.evaluation.aac_assets import (
-    AacEnv,
-    AssetError,
-    metric_problems,
-    setup_offline,
-    tokenizer_problem,
-)
+from clapcap.errors import AssetError
+from clapcap.evaluation.aac_assets import AacEnv, metric_problems, setup_offline, tokenizer_problem
 from clapcap.evaluation.text import postprocess
 from clapcap.utils.io import read_json, write_json
 

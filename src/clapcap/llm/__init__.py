@@ -7,7 +7,9 @@
   :class:`EndpointUnreachable` after consecutive connection failures.
 - :mod:`clapcap.llm.errors`: :class:`LLMError` and its subclasses.
 - :mod:`clapcap.llm.jsonl`: the append-only JSONL files behind the paid-call caches
-  (synced appends; a line torn by a crash is cut off, not glued to the next record).
+  (synced appends; a line torn by a crash is cut off, not glued to the next record) and
+  :class:`~clapcap.llm.jsonl.ResumeCache`, the one resume cache on them (paraphrase calls
+  by hash, reference captions by clip id).
 
 Used by the paraphrase backend (:mod:`clapcap.paraphrase`), the pairwise LLM judges
 (:mod:`clapcap.pairwise.llm_judge`) and the reference API captioner

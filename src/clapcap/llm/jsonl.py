@@ -5,6 +5,11 @@ caller moves on. A crash can still cut the last line (a write split over several
 calls, or a power loss). :func:`read_records` drops such a torn tail from the file, so the
 next append starts on a fresh line instead of gluing a good record onto the fragment, and
 it skips (with a warning) any other line that is not a JSON object, instead of crashing.
+
+:class:`ResumeCache` is the resume cache built on them, shared by every paid or slow loop
+(the paraphrase LLM calls, keyed by a hash; the reference captioners, keyed by clip id):
+a rerun reads the file and skips every key already recorded, so an interrupted run never
+pays twice (``kill -9`` tests check it).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +83,57 @@ def read_records(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             fh.flush()
             os.fsync(fh.fileno())
     return out
+
+
+class ResumeCache:
+    """Thread-safe resume cache: the records of a JSONL file by the value of one field.
+
+    A line is a record when it holds ``key`` and every field of ``text_fields`` is a
+    string; other lines (and those :func:`read_records` skips) are ignored with a warning,
+    so their work is redone. A later record replaces an earlier one with the same key.
+
+    Args:
+        path: the JSONL file (created on the first :meth:`put`).
+        key: the field that names a record (stored as ``str``).
+        text_fields: fields that must be strings for a line to count.
+        sort_keys: write each record with sorted keys (the file format of its owner).
+    """
+
+    def __init__(self, path: str | Path, key: str, *, text_fields: Sequence[str] = (),
+                 sort_keys: bool = False) -> None:
+        self.path = Path(path)
+        self.key = key
+        self.sort_keys = sort_keys
+        self._lock = threading.Lock()
+        self._records: dict[str, dict[str, Any]] = {}
+        needed = [key, *(f for f in text_fields if f != key)]
+        for lineno, rec in read_records(self.path):
+            if key not in rec or any(not isinstance(rec.get(f), str) for f in text_fields):
+                logger.warning("%s: line %d is not a record (needs %s); ignored, it will be redone",
+                               self.path, lineno, ", ".join(needed))
+                continue
+            self._records[str(rec[key])] = rec
+        if self._records:
+            logger.info("%s: %d record(s) already done", self.path, len(self._records))
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._records))
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._records[key]
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The record stored under ``key``, or None."""
+        return self._records.get(key)
+
+    def put(self, record: dict[str, Any]) -> None:
+        """Append ``record`` (which must hold the key field) and sync it to disk."""
+        with self._lock:
+            append_record(self.path, record, sort_keys=self.sort_keys)
+            self._records[str(record[self.key])] = record

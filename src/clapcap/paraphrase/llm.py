@@ -3,7 +3,10 @@
 Step 1 generates view 1 and view 2 of a caption from human-written in-context examples;
 step 2 checks each view keeps every sound event and attribute and rewrites it when
 specificity is lost. Every finished call (success or final failure) is cached in a JSONL
-file keyed by step, caption, prompt and model (:mod:`clapcap.paraphrase.cache`).
+file keyed by step, caption, prompt and model (:func:`open_cache`, a
+:class:`~clapcap.llm.jsonl.ResumeCache`): each line is ``{"key", "step", "model",
+"caption", "status", "value", "raw", "error"}`` with sorted keys, and a rerun skips every
+key already present, so an interrupted run never pays twice.
 
 Failure handling:
 
@@ -18,16 +21,19 @@ Failure handling:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from clapcap.llm import ChatClient, LLMResponseError, Message, RetryPolicy, resolve_api_key
 from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
-from clapcap.paraphrase.cache import JsonlCache, cache_key
+from clapcap.llm.jsonl import ResumeCache
 from clapcap.paraphrase.prompts import (
     PROMPT_VERSION,
     MalformedAnswer,
@@ -83,14 +89,26 @@ def build_client(params: LLMParams) -> ChatClient:
                       max_connection_failures=params.max_connection_failures)
 
 
+def cache_key(step: str, model: str, messages: list[dict[str, str]], **options: Any) -> str:
+    """SHA-256 of the step, model, full prompt (which contains the caption) and options."""
+    payload = json.dumps({"step": step, "model": model, "messages": messages, "options": options},
+                         sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def open_cache(path: str | Path) -> ResumeCache:
+    """The call cache at ``path``: records by their ``key`` (:func:`cache_key`), written with sorted keys."""
+    return ResumeCache(path, "key", text_fields=("key",), sort_keys=True)
+
+
 class LLMParaphraser:
     """Two-step paraphrasing of single captions with a cache (thread-safe)."""
 
     def __init__(self, params: LLMParams, *, client: ChatClient | None = None,
-                 cache: JsonlCache | None = None) -> None:
+                 cache: ResumeCache | None = None) -> None:
         self.params = params
         self.client = client or build_client(params)
-        self.cache = cache or JsonlCache(params.cache_path)
+        self.cache = cache or open_cache(params.cache_path)
 
     def _call(self, step: str, messages: list[Message], caption: str,
               parse: Callable[[str], Any], temperature: float) -> dict[str, Any]:

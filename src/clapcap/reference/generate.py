@@ -1,7 +1,7 @@
 """Generate (or import) one reference captioner's predictions on the shared split.
 
 Output, under ``out_dir/<name>/``: ``progress.jsonl`` (per-clip cache, see
-:mod:`clapcap.reference.progress`) and ``predictions.json`` (``{clip_id: caption}``,
+:func:`progress_cache`) and ``predictions.json`` (``{clip_id: caption}``,
 written atomically when every clip is done). A finished reference is skipped by its
 predictions file; an interrupted one resumes from its progress cache.
 """
@@ -16,13 +16,24 @@ from tqdm import tqdm
 
 from clapcap.evaluation.leakage import LeakageParams
 from clapcap.evaluation.shared_split import ReferenceSplit, read_split_json
+from clapcap.llm.jsonl import ResumeCache
 from clapcap.reference.config import ReferenceParams, ReferenceSpec
-from clapcap.reference.progress import ProgressCache
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
 
 BatchCaptioner = Callable[[list[str]], list[str]]
+
+
+def progress_cache(path: str | Path) -> ResumeCache:
+    """The per-clip progress cache: one ``{"clip_id", "caption"}`` line per finished clip.
+
+    Each line is synced before the next clip starts, so an interrupted or rate-limited run
+    loses at most the clip in flight; a rerun skips finished clips (a ``kill -9`` test
+    checks it). A line torn by a crash, or without a clip id and a text caption, is
+    ignored with a warning and its clip redone (:mod:`clapcap.llm.jsonl`).
+    """
+    return ResumeCache(path, "clip_id", text_fields=("caption",))
 
 
 def predictions_path(out_dir: str | Path, name: str) -> Path:
@@ -69,14 +80,14 @@ def make_captioner(spec: ReferenceSpec) -> BatchCaptioner:
     raise ValueError(f"reference {spec.name}: backend {spec.backend!r} does not generate")
 
 
-def run_captioner(captioner: BatchCaptioner, split: ReferenceSplit, cache: ProgressCache, *,
+def run_captioner(captioner: BatchCaptioner, split: ReferenceSplit, cache: ResumeCache, *,
                   batch_size: int = 1, progress: bool = True) -> dict[str, str]:
     """Caption every clip not yet in ``cache``, recording each batch as soon as it is done.
 
     Returns:
         ``{clip_id: caption}`` for the whole split, in split order.
     """
-    todo = [c for c in split.clips if c.clip_id not in cache.done]
+    todo = [c for c in split.clips if c.clip_id not in cache]
     logger.info("%d clip(s) to caption, %d cached", len(todo), len(split.clips) - len(todo))
     bar = tqdm(total=len(todo), disable=not progress, desc="captioning", unit="clip")
     for start in range(0, len(todo), max(1, batch_size)):
@@ -85,10 +96,10 @@ def run_captioner(captioner: BatchCaptioner, split: ReferenceSplit, cache: Progr
         if len(captions) != len(batch):
             raise RuntimeError(f"captioner returned {len(captions)} captions for {len(batch)} clips")
         for clip, caption in zip(batch, captions, strict=True):
-            cache.add(clip.clip_id, caption)
+            cache.put({"clip_id": clip.clip_id, "caption": caption})
         bar.update(len(batch))
     bar.close()
-    return {c.clip_id: cache.done[c.clip_id] for c in split.clips}
+    return {c.clip_id: cache[c.clip_id]["caption"] for c in split.clips}
 
 
 def generate_reference(spec: ReferenceSpec, split_json: str | Path, out_dir: str | Path, *,
@@ -112,8 +123,8 @@ def generate_reference(spec: ReferenceSpec, split_json: str | Path, out_dir: str
         if not spec.predictions_file:
             raise ValueError(f"reference {spec.name}: backend 'import' needs predictions_file")
         return import_predictions(spec.predictions_file, split, dst)
-    cache = ProgressCache(dst.parent / "progress.jsonl")
-    if any(c.clip_id not in cache.done for c in split.clips):
+    cache = progress_cache(dst.parent / "progress.jsonl")
+    if any(c.clip_id not in cache for c in split.clips):
         captioner = captioner or make_captioner(spec)
     # An API request captions one clip: record each answer at once, so a kill repeats at
     # most the one paid call in flight (batch_size is for local models).

@@ -17,11 +17,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from clapcap.reporting.tables import latex_table, markdown_table, tex_escape
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
 NOISE_K = 2.0
+# This summary escapes fewer LaTeX characters than the report's tables ($ { } ^ † ‡ kept as
+# given) and writes the noise marker ``~`` as ``$\sim$``; kept so its files stay unchanged.
+_TEX_ONLY = "\\_%&#±~Δ"
+_TEX_OVERRIDES = {"~": r"$\sim$"}
 
 
 def _floor(out: Path, lm: str) -> dict[str, Any] | None:
@@ -115,14 +120,15 @@ def _margin_lines(summary: dict[str, Any]) -> list[str]:
     rows = summary.get("vs_baseline") or []
     if not rows:
         return []
-    lines = ["", "Against the trivial baseline (most common training caption), test split:", "",
-             "| LM | metric | mean ± std (seeds) | worst seed | baseline | margin | clear |", "|---|---|---|---|---|---|---|"]
+    head = ["LM", "metric", "mean ± std (seeds)", "worst seed", "baseline", "margin", "clear"]
+    cells = []
     for r in rows:
         rel = f" ({r['relative']:+.0%})" if r["relative"] is not None else ""
-        lines.append(f"| {r['lm']} | {r['metric']} | {r['mean']:.3f} ± {r['std']:.3f} | {r['min']:.3f} | "
-                     f"{r['baseline']:.3f} | {r['margin']:+.3f}{rel} | {'yes' if r['clear'] else 'no'} |")
-    lines.append(f"\nclear: every seed beats the baseline and the margin exceeds {NOISE_K:g} noise-floor std.")
-    return lines
+        cells.append([r["lm"], r["metric"], f"{r['mean']:.3f} ± {r['std']:.3f}", f"{r['min']:.3f}",
+                      f"{r['baseline']:.3f}", f"{r['margin']:+.3f}{rel}", "yes" if r["clear"] else "no"])
+    return ["", "Against the trivial baseline (most common training caption), test split:", "",
+            markdown_table(head, cells),
+            f"\nclear: every seed beats the baseline and the margin exceeds {NOISE_K:g} noise-floor std."]
 
 
 def _cell(value: float | None, std: float | None = None) -> str:
@@ -137,39 +143,34 @@ def _delta(row: dict[str, Any]) -> str:
     return f"{row['delta']:+.3f}" + (" ~" if row["within_noise"] else "")
 
 
-def to_markdown(summary: dict[str, Any]) -> str:
-    """The summary as a Markdown table."""
+def _body(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     metrics = summary["metrics"]
     head = ["group", "config", "LM", *metrics, f"Δ {summary['primary']}"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for r in summary["rows"]:
         std = r.get("std", {})
         cells = [_cell(r["metrics"].get(m), std.get(m)) for m in metrics]
-        lines.append("| " + " | ".join([r["group"], r["name"], r["lm"], *cells, _delta(r)]) + " |")
+        rows.append([r["group"], r["name"], r["lm"], *cells, _delta(r)])
+    return head, rows
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    """The summary as a Markdown table."""
+    head, rows = _body(summary)
     note = (f"\nΔ: change of {summary['primary']} against the LM's noise-floor mean (encoder rows: "
             f"against the default encoder); `~` marks a change within {NOISE_K:g} noise-floor std.\n")
-    return "\n".join(lines) + "\n" + note + "\n".join(_margin_lines(summary)) + "\n"
+    return markdown_table(head, rows) + "\n" + note + "\n".join(_margin_lines(summary)) + "\n"
 
 
 def _tex(text: str) -> str:
-    for a, b in (("\\", "\\textbackslash{}"), ("_", "\\_"), ("%", "\\%"), ("&", "\\&"), ("#", "\\#"),
-                 ("±", "$\\pm$"), ("~", "$\\sim$")):
-        text = text.replace(a, b)
-    return text
+    return tex_escape(text, only=_TEX_ONLY, overrides=_TEX_OVERRIDES)
 
 
 def to_latex(summary: dict[str, Any]) -> str:
     """The summary as a LaTeX ``tabular`` (booktabs)."""
-    metrics = summary["metrics"]
-    cols = "lll" + "r" * (len(metrics) + 1)
-    head = ["group", "config", "LM", *metrics, f"Δ {summary['primary']}"]
-    lines = [f"\\begin{{tabular}}{{{cols}}}", "\\toprule", " & ".join(_tex(h) for h in head) + " \\\\", "\\midrule"]
-    for r in summary["rows"]:
-        std = r.get("std", {})
-        cells = [_cell(r["metrics"].get(m), std.get(m)) for m in metrics]
-        lines.append(" & ".join(_tex(c) for c in [r["group"], r["name"], r["lm"], *cells, _delta(r)]) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines).replace("Δ", "$\\Delta$") + "\n"
+    head, rows = _body(summary)
+    spec = "lll" + "r" * (len(summary["metrics"]) + 1)
+    return latex_table([_tex(h) for h in head], [[_tex(c) for c in row] for row in rows], spec) + "\n"
 
 
 def write_summary(out_dir: str | Path, report_dir: str | Path | None = None) -> dict[str, Path]:

@@ -1,6 +1,12 @@
-"""Markdown and LaTeX tables with the report's marking rules.
+"""The library's one Markdown and LaTeX table writer, and the report's marking rules.
 
-Rules (shared by every table):
+:func:`markdown_table` and :func:`latex_table` render any grid of cells (used by the report
+below, :mod:`clapcap.reporting.captioning_tables` and :mod:`clapcap.robust.report`);
+:func:`tex_escape` holds the one LaTeX escape table. Markdown cells are written as given
+(no table escapes them). Tables written before the merge escaped fewer LaTeX characters;
+they name theirs with ``tex_escape(..., only=...)`` so their files stay byte-identical.
+
+Rules of the report's :class:`Table` (shared by every report table):
 
 - a row with ``leaky`` true (it may have seen test data) carries a dagger after its name
   (``†`` in Markdown, ``$^\\dagger$`` in LaTeX) and is never bold;
@@ -13,7 +19,7 @@ Rules (shared by every table):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,9 +79,56 @@ def format_value(value: float | None, std: float | None, digits: int) -> str:
     return f"{text} ± {std:.{digits}f}" if std is not None else text
 
 
-def tex_escape(text: str) -> str:
-    """Escape LaTeX special characters (and map †, ‡, ±, Δ to math)."""
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+def tex_escape(text: str, only: Collection[str] | None = None, overrides: Mapping[str, str] | None = None) -> str:
+    """Escape LaTeX special characters (and map †, ‡, ±, Δ to math).
+
+    Args:
+        text: the text (converted with ``str``).
+        only: escape just these characters (the others are kept as given); all by default.
+        overrides: replacements that take precedence over the escape table for their characters.
+    """
+    table = _TEX_ESCAPES if only is None else {ch: _TEX_ESCAPES[ch] for ch in only}
+    table = {**table, **(overrides or {})}
+    return "".join(table.get(ch, ch) for ch in str(text))
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "",
+                   title: str | None = None, heading: bool = True) -> str:
+    """A GitHub pipe table (no trailing newline); cells are written as given.
+
+    Args:
+        header: column names.
+        rows: cell texts per row.
+        align: one letter per column, ``r`` right-aligned (``---:``), anything else ``---``;
+            all ``---`` when empty.
+        title: written above the table as a ``###`` heading (``heading``) or a bold line,
+            then a blank line; nothing when ``None``.
+        heading: see ``title``.
+    """
+    lines = [] if title is None else [f"### {title}" if heading else f"**{title}**", ""]
+    lines += ["| " + " | ".join(header) + " |",
+              "|" + "".join("---:|" if a == "r" else "---|" for a in (align or "l" * len(header)))]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], spec: str, *, caption: str | None = None,
+                label: str = "", placement: str = "ht", small: bool = False, notes: Sequence[str] = ()) -> str:
+    """A booktabs ``tabular`` (no trailing newline); header, cells, caption and notes are LaTeX.
+
+    Escape text with :func:`tex_escape` first. With a ``caption`` the tabular is wrapped in a
+    ``table`` environment at ``placement`` (``\\small`` when ``small``, ``\\label`` when
+    ``label``, the ``notes`` in a footnote-size paragraph below the tabular).
+    """
+    lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
+    lines += [" & ".join(cells) + r" \\" for cells in rows]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if caption is None:
+        return "\n".join(lines)
+    head = [rf"\begin{{table}}[{placement}]", r"\centering", *([r"\small"] if small else []),
+            rf"\caption{{{caption}}}", *([rf"\label{{{label}}}"] if label else [])]
+    tail = [r"\par\footnotesize " + " ".join(notes)] if notes else []
+    return "\n".join([*head, *lines, *tail, r"\end{table}"])
 
 
 def _cells(table: Table) -> tuple[list[list[str]], list[list[bool]]]:
@@ -89,15 +142,17 @@ def _cells(table: Table) -> tuple[list[list[str]], list[list[bool]]]:
     return body, flags
 
 
+def _align(table: Table) -> str:
+    return "l" * (1 + len(table.text_columns)) + "r" * len(table.metrics)
+
+
 def to_markdown(table: Table, *, heading: bool = True) -> str:
     """The table as GitHub Markdown (title as a ``###`` heading or bold line, notes below)."""
     header = ["name", *table.text_columns, *table.metrics]
     body, flags = _cells(table)
-    lines = [f"### {table.title}" if heading else f"**{table.title}**", "",
-             "| " + " | ".join(header) + " |",
-             "|" + "|".join(["---"] * (1 + len(table.text_columns)) + ["---:"] * len(table.metrics)) + "|"]
-    for cells, bold in zip(body, flags, strict=True):
-        lines.append("| " + " | ".join(f"**{c}**" if b else c for c, b in zip(cells, bold, strict=True)) + " |")
+    rows = [[f"**{c}**" if b else c for c, b in zip(cells, bold, strict=True)]
+            for cells, bold in zip(body, flags, strict=True)]
+    lines = [markdown_table(header, rows, _align(table), title=table.title, heading=heading)]
     if any(r.leaky for r in table.rows):
         lines += ["", f"{DAGGER_MD} may have seen test data (leaky): shown for reference, never bold."]
     lines += [""] + [f"{note}" for note in table.notes] if table.notes else []
@@ -108,23 +163,14 @@ def to_latex(table: Table, label: str = "") -> str:
     """The table as a LaTeX ``table`` environment (booktabs rules)."""
     header = ["name", *table.text_columns, *table.metrics]
     body, flags = _cells(table)
-    spec = "l" * (1 + len(table.text_columns)) + "r" * len(table.metrics)
-    lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{tex_escape(table.title)}}}"]
-    if label:
-        lines.append(rf"\label{{{label}}}")
-    lines += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-              " & ".join(tex_escape(h) for h in header) + r" \\", r"\midrule"]
-    for cells, bold in zip(body, flags, strict=True):
-        out = [rf"\textbf{{{tex_escape(c)}}}" if b else tex_escape(c) for c, b in zip(cells, bold, strict=True)]
-        lines.append(" & ".join(out) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    rows = [[rf"\textbf{{{tex_escape(c)}}}" if b else tex_escape(c) for c, b in zip(cells, bold, strict=True)]
+            for cells, bold in zip(body, flags, strict=True)]
     notes = list(table.notes)
     if any(r.leaky for r in table.rows):
         notes.insert(0, f"{DAGGER_MD} may have seen test data (leaky); never bold.")
-    if notes:
-        lines.append(r"\par\footnotesize " + " ".join(tex_escape(n) for n in notes))
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
+    return latex_table([tex_escape(h) for h in header], rows, _align(table),
+                       caption=tex_escape(table.title), label=label,
+                       notes=[tex_escape(n) for n in notes]) + "\n"
 
 
 def rows_from_records(records: Sequence[Mapping[str, Any]], text_columns: Sequence[str] = ()) -> list[Row]:

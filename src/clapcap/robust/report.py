@@ -10,11 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from clapcap.reporting.tables import latex_table, markdown_table, tex_escape
 from clapcap.robust.config import RobustBenchParams
 from clapcap.utils.io import atomic_path
 
 Table = tuple[str, list[str], list[list[tuple[str, str]]]]  # title, header, rows of (md, tex) cells
 
+# These tables escape only ``_`` and ``%`` in LaTeX text (and map Δ in headers); their
+# value cells are LaTeX already. Kept so benchmark.tex stays unchanged.
+_TEX_ONLY = "_%"
 BENCH_NAMES = {"original": "Original", "view1": "View 1 (structure)", "view2": "View 2 (vocabulary)"}
 
 
@@ -38,7 +42,7 @@ def _delta(d: dict[str, Any]) -> tuple[str, str]:
 
 
 def _text(s: str) -> tuple[str, str]:
-    return s, s.replace("_", "\\_").replace("%", "\\%")
+    return s, tex_escape(s, only=_TEX_ONLY)
 
 
 def retrieval_table(result: dict[str, Any], params: RobustBenchParams, direction: str) -> Table:
@@ -89,9 +93,7 @@ def to_markdown(tables: list[Table]) -> str:
     """Markdown: a heading and a pipe table per table."""
     out = []
     for title, header, rows in tables:
-        out += [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        out += ["| " + " | ".join(c[0] for c in row) + " |" for row in rows]
-        out.append("")
+        out += [markdown_table(header, [[c[0] for c in row] for row in rows], title=title), ""]
     return "\n".join(out)
 
 
@@ -99,12 +101,9 @@ def to_latex(tables: list[Table]) -> str:
     """LaTeX (booktabs): one ``table`` environment per table."""
     out = []
     for title, header, rows in tables:
-        cols = "l" + "c" * (len(header) - 1)
-        out += ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{_text(title)[1]}}}",
-                f"\\begin{{tabular}}{{{cols}}}", "\\toprule",
-                " & ".join(_text(h)[1].replace("Δ", "$\\Delta$") for h in header) + " \\\\", "\\midrule"]
-        out += [" & ".join(c[1] for c in row) + " \\\\" for row in rows]
-        out += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
+        head = [tex_escape(h, only=_TEX_ONLY + "Δ") for h in header]
+        out += [latex_table(head, [[c[1] for c in row] for row in rows], "l" + "c" * (len(header) - 1),
+                            caption=_text(title)[1], placement="t", small=True), ""]
     return "\n".join(out)
 
 
