@@ -28,6 +28,7 @@ from clapcap.clap.features import FeatureCache, cache_features
 from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
+from clapcap.retrieval.ranking import single_positive_ranks
 from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -98,8 +99,7 @@ def t2a_recall(audio: np.ndarray, text: np.ndarray, clip_index: np.ndarray, ks: 
     a = audio / np.linalg.norm(audio, axis=1, keepdims=True)
     t = text / np.linalg.norm(text, axis=1, keepdims=True)
     sim = t @ a.T  # (n_captions, n_clips)
-    pos = sim[np.arange(len(t)), clip_index][:, None]
-    rank = (sim >= pos).sum(axis=1)  # 1-based; equal scores count against the positive
+    rank = single_positive_ranks(sim, clip_index)  # 1-based; equal scores count against the positive
     out = {}
     for k in ks:
         out[f"t2a_r@{k}"] = float((rank <= k).mean())

@@ -10,7 +10,8 @@ Definitions (docs/retrieval_metrics.md has the long form and worked examples):
   all captions ``q`` with ``caption_clip_index[q] == clip``.
 - Ranks are 1-based and **pessimistic**: a positive ranks below every non-positive with an
   equal score. Tied positives take consecutive positions (which one comes first does not
-  change any metric). A constant encoder therefore ranks every positive last.
+  change any metric). A constant encoder therefore ranks every positive last. The rule is
+  :mod:`clapcap.retrieval.ranking`, shared with every other recall and AP of the library.
 - ``r@k``: fraction of queries whose best-ranked positive has rank <= k
   (ranx ``hit_rate@k``, trec_eval ``success_k``).
 - ``map``: mean over queries of AP = (1/|P|) * sum over positives p of precision at rank(p),
@@ -39,6 +40,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from clapcap.data.dump import DumpError, EmbeddingDump, normalize
+from clapcap.retrieval.ranking import (
+    average_precision,
+    best_rank,
+    count_at_least,
+    rank_positives,
+    single_positive_ranks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -100,16 +108,15 @@ def check_similarity_inputs(sim: np.ndarray, caption_clip_index: np.ndarray,
 
 
 # ------------------------------------------------------------------ pessimistic ranks
+# The rank rule itself lives in clapcap.retrieval.ranking; these feed it block by block.
 def _t2a_counts(rows: BlockFn, idx: np.ndarray, n_clips: int, block_bytes: int) -> np.ndarray:
-    """For each caption: #clips scoring >= its positive (the positive included)."""
+    """For each caption: the rank of its one positive (#clips scoring >= it)."""
     n_cap = idx.shape[0]
     step = max(1, block_bytes // (n_clips * 13))  # float32 block + bool mask + float64 matmul
     ge = np.empty(n_cap, dtype=np.int64)
     for a in range(0, n_cap, step):
         b = min(a + step, n_cap)
-        block = rows(a, b)  # (b-a, n_clips)
-        pos = block[np.arange(b - a), idx[a:b]]
-        ge[a:b] = np.count_nonzero(block >= pos[:, None], axis=1)
+        ge[a:b] = single_positive_ranks(rows(a, b), idx[a:b])  # block (b-a, n_clips)
     return ge
 
 
@@ -131,48 +138,17 @@ def _a2t_counts(cols: BlockFn, idx: np.ndarray, n_clips: int,
             rows = block[idx[sub] - a]  # (len(sub), n_captions)
             s = rows[np.arange(sub.size), sub]
             score[sub] = s
-            ge[sub] = np.count_nonzero(rows >= s[:, None], axis=1)
+            ge[sub] = count_at_least(rows, s)
     return score, ge
-
-
-def _positions(query: np.ndarray, score: np.ndarray, ge_all: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Pessimistic ranks of every (query, positive) pair.
-
-    ``ge_all`` counts every candidate scoring >= the positive, positives included. Sorting
-    each query's positives by descending score, the i-th one has rank
-    i + #negatives >= its score; a run of tied positives shares that negative count.
-
-    Returns:
-        ``order`` (pairs sorted by query, then rank), ``position`` (1-based rank, sorted
-        order) and ``within`` (i, 1-based index among the query's positives).
-    """
-    order = np.lexsort((-score, query))
-    q, s = query[order], score[order]
-    n = q.size
-    change = np.ones(n, dtype=bool)
-    change[:-1] = (q[1:] != q[:-1]) | (s[1:] != s[:-1])
-    run_end = np.flatnonzero(change)[np.searchsorted(np.flatnonzero(change), np.arange(n))]
-    position = ge_all[order] - (run_end - np.arange(n))
-    new_q = np.ones(n, dtype=bool)
-    new_q[1:] = q[1:] != q[:-1]
-    group_start = np.maximum.accumulate(np.where(new_q, np.arange(n), 0))
-    within = np.arange(n) - group_start + 1
-    assert (position >= within).all(), "a positive cannot rank above its own index"
-    return order, position, within
 
 
 def _per_query(query: np.ndarray, position: np.ndarray, within: np.ndarray, n_queries: int,
                ks: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """Per-query metrics from pairs sorted by (query, position)."""
-    q = query
-    n_pos = np.bincount(q, minlength=n_queries).astype(np.float64)
-    first = np.searchsorted(q, np.arange(n_queries))
-    best = position[first].astype(np.float64)
-    precision = within / position
+    """Per-query metrics from pairs sorted by (query, position) (see :class:`clapcap.retrieval.ranking.Ranked`)."""
+    best = best_rank(query, position, n_queries)
     out = {f"r@{k}": (best <= k).astype(np.float64) for k in ks}
-    out["map"] = np.bincount(q, weights=precision, minlength=n_queries) / n_pos
-    cut = np.where(position <= AP_CUTOFF, precision, 0.0)
-    out[f"map@{AP_CUTOFF}"] = np.bincount(q, weights=cut, minlength=n_queries) / n_pos
+    out["map"] = average_precision(query, position, within, n_queries)
+    out[f"map@{AP_CUTOFF}"] = average_precision(query, position, within, n_queries, AP_CUTOFF)
     out["mrr"] = 1.0 / best
     out["rank"] = best
     return out
@@ -200,11 +176,11 @@ def _compute(rows: BlockFn, cols: BlockFn, idx: np.ndarray, n_clips: int, ks: tu
     # One positive per caption: its rank is the count of clips >= it (ties pessimistic).
     t2a = _per_query(captions, ge_t2a, np.ones(n_cap, dtype=np.int64), n_cap, ks)
     score, ge_a2t = _a2t_counts(cols, idx, n_clips, block_bytes)
-    order, position, within = _positions(idx, score, ge_a2t)
-    a2t = _per_query(idx[order], position, within, n_clips, ks)
+    ranked = rank_positives(idx, score, ge_a2t)
+    a2t = _per_query(ranked.query, ranked.rank, ranked.within, n_clips, ks)
     if laion_compatible:
         caption_position = np.empty(n_cap, dtype=np.int64)
-        caption_position[order] = position
+        caption_position[ranked.order] = ranked.rank
         a2t[f"map@{AP_CUTOFF}"] = _laion_map_at_10(idx, caption_position, n_clips)
     return {"t2a": t2a, "a2t": a2t}
 

@@ -8,9 +8,10 @@ column: the original captions, view 1, view 2) of one split:
   every (model, benchmark) is saved in the :mod:`clapcap.data.dump` format;
 - the drop from original to paraphrased (paired over the aligned queries, with its CI);
 - a paired bootstrap test of the candidate (RobustCLAP) against the base, per benchmark;
-- zero-shot classification: ``label_prompt`` per class, clips ranked against the classes,
-  mAP@10 (multi-label) and top-1 accuracy (top class among the clip's labels), with CIs
-  and the paired change from the base.
+- zero-shot classification: ``label_prompt`` per class, classes ranked for each clip,
+  ``map_norm_min@10`` (multi-label AP@10 divided by min(|labels|, 10); not the retrieval
+  ``map@10``) and top-1 accuracy (top class among the clip's labels), with CIs and the
+  paired change from the base.
 
 Everything goes to ``out_dir/benchmark.json`` plus Markdown and LaTeX tables.
 """
@@ -28,6 +29,7 @@ import pandas as pd
 from clapcap.data.dump import EmbeddingDump, save_dump
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
+from clapcap.retrieval.ranking import average_precision_min_norm
 from clapcap.robust.config import RobustBenchParams
 from clapcap.robust.data import valid_text
 from clapcap.utils.io import write_json
@@ -35,6 +37,9 @@ from clapcap.utils.io import write_json
 logger = logging.getLogger(__name__)
 
 ZS = "zero_shot"
+ZS_CUTOFF = 10
+# AP@10 normalised by min(|labels|, 10): not the retrieval map@10 (docs/retrieval_metrics.md)
+ZS_MAP = f"map_norm_min@{ZS_CUTOFF}"
 
 
 def queries(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -63,26 +68,19 @@ def queries(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.nd
     return np.asarray(rows), texts, np.asarray(index, dtype=np.int64)
 
 
-def average_precision_at(scores: np.ndarray, positives: np.ndarray, k: int = 10) -> np.ndarray:
-    """Per-row AP@k of (N, C) ``scores`` against bool (N, C) ``positives`` (ties pessimistic).
-
-    AP@k = (1 / min(|P|, k)) * sum over positives ranked <= k of precision at their rank.
-    """
-    # Sort by descending score, positives after negatives on ties (pessimistic).
-    order = np.lexsort((positives, -scores), axis=1)
-    rel = np.take_along_axis(positives, order, axis=1)[:, :k].astype(np.float64)
-    prec = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
-    n_pos = np.minimum(positives.sum(axis=1), k)
-    return (prec * rel).sum(axis=1) / np.maximum(n_pos, 1)
-
-
 def zero_shot(audio: np.ndarray, label_embeds: np.ndarray, positives: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-clip zero-shot scores: ``map@10`` and ``accuracy`` (top class is a true label)."""
+    """Per-clip zero-shot scores: ``map_norm_min@10`` and ``accuracy`` (top class is a true label).
+
+    ``map_norm_min@10`` is AP@10 divided by min(|labels|, 10), ties pessimistic
+    (:func:`clapcap.retrieval.ranking.average_precision_min_norm`); it is not the retrieval
+    ``map@10``, which divides by every positive. ``accuracy`` takes ``argmax``'s top class:
+    among tied top scores, the first class in sorted class order.
+    """
     from clapcap.data.dump import normalize
 
     scores = (normalize(audio) @ normalize(label_embeds).T).astype(np.float32)  # (N, C)
     top = np.argmax(scores, axis=1)
-    return {"map@10": average_precision_at(scores, positives, 10),
+    return {ZS_MAP: average_precision_min_norm(scores, positives, ZS_CUTOFF),
             "accuracy": positives[np.arange(len(top)), top].astype(np.float64)}
 
 

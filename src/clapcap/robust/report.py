@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.reporting.tables import latex_table, markdown_table, tex_escape
+from clapcap.robust.benchmark import ZS, ZS_CUTOFF, ZS_MAP
 from clapcap.robust.config import RobustBenchParams
 from clapcap.utils.io import atomic_path
 
@@ -74,18 +75,19 @@ def paired_table(result: dict[str, Any], params: RobustBenchParams) -> Table:
 
 
 def zero_shot_table(result: dict[str, Any], params: RobustBenchParams) -> Table:
-    """Zero-shot mAP@10 and accuracy per model, and the candidate's change from the base."""
-    header = ["Model", "mAP@10", "Accuracy", f"Δ mAP@10 vs {params.base}", f"Δ accuracy vs {params.base}"]
+    """Zero-shot ``map_norm_min@10`` and accuracy per model, and the candidate's change from the base."""
+    ap = f"mAP@{ZS_CUTOFF} (norm. min(labels, {ZS_CUTOFF}))"
+    header = ["Model", ap, "Accuracy", f"Δ {ap} vs {params.base}", f"Δ accuracy vs {params.base}"]
     rows = []
     for name, res in result["models"].items():
-        zs = res["zero_shot"]
+        zs = res[ZS]
         if name == params.candidate:
-            paired = result["paired"]["zero_shot"]["a2l"]
-            deltas = [_delta(paired["map@10"]), _delta(paired["accuracy"])]
+            paired = result["paired"][ZS]["a2l"]
+            deltas = [_delta(paired[ZS_MAP]), _delta(paired["accuracy"])]
         else:
             deltas = [("", ""), ("", "")]
-        rows.append([_text(name), _cell(zs, "map@10"), _cell(zs, "accuracy"), *deltas])
-    n = next(iter(result["models"].values()))["zero_shot"]["n_clips"]
+        rows.append([_text(name), _cell(zs, ZS_MAP), _cell(zs, "accuracy"), *deltas])
+    n = next(iter(result["models"].values()))[ZS]["n_clips"]
     return f"Zero-shot classification ('{params.label_prompt}', {n} clips, %)", header, rows
 
 
