@@ -58,8 +58,10 @@ gate: setup
 	$(VENV)/bin/clapcap retrieval parity tests/fixtures/dumps/*.npz --out $${TMPDIR:-/tmp}/clapcap-parity.json
 	$(VENV)/bin/pytest -q tests/reference/test_leakage.py tests/retrieval/test_parity.py
 
+# The import diagram in docs/architecture.md must match the sources (tools/architecture.py).
 lint: setup
-	$(VENV)/bin/ruff check src tests pipelines benchmarks
+	$(VENV)/bin/ruff check src tests pipelines benchmarks tools
+	$(PY) tools/architecture.py --check
 
 clean-venv:
 	rm -rf $(VENV)
