@@ -7,8 +7,8 @@ caption or a replaced, added or removed audio file reruns prepare_data and what 
 import sys
 
 from clapcap.config import load_section
+from clapcap.data.config import DataParams
 from clapcap.data.listing import DEFAULT_MEMO, write_listing
-from clapcap.data.prepare import DataParams
 from clapcap.entry import run_entry
 
 LISTING = "data/listing.json"

@@ -3,8 +3,9 @@
 import sys
 
 from clapcap.config import load_section
+from clapcap.data.config import DataParams
 from clapcap.data.listing import DEFAULT_MEMO
-from clapcap.data.prepare import DataParams, prepare_data
+from clapcap.data.prepare import prepare_data
 from clapcap.entry import run_entry
 
 

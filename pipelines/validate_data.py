@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from clapcap.config import load_section
+from clapcap.data.config import DataParams
 from clapcap.data.listing import DEFAULT_MEMO
-from clapcap.data.prepare import DataParams
 from clapcap.entry import run_entry
 from clapcap.quality.validate import validate_data
 

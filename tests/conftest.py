@@ -62,7 +62,7 @@ def mlflow_uri(_mlflow_session_store, monkeypatch) -> str:
 
 
 def _tiny_corpus_params(out: str | Path):
-    from clapcap.data.prepare import DataParams
+    from clapcap.data.config import DataParams
     from clapcap.data.synth import SynthConfig
 
     return DataParams(out_dir=str(out), synthetic=SynthConfig(n_clips=40, seed=1, min_duration_s=2.0,
@@ -184,6 +184,7 @@ def collapse_fit(monkeypatch):
     import torch
 
     import clapcap.clap.train as clap
+    import clapcap.robust.train as robust
 
     real_fit = clap.fit
 
@@ -195,7 +196,8 @@ def collapse_fit(monkeypatch):
         return history
 
     def collapse(on: bool = True) -> None:
-        monkeypatch.setattr(clap, "fit", fit_then_collapse if on else real_fit)
+        for module in (clap, robust):  # each binds fit at import
+            monkeypatch.setattr(module, "fit", fit_then_collapse if on else real_fit)
 
     return collapse
 

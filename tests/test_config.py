@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from clapcap.config import ConfigError, from_dict, load_section
-from clapcap.data.prepare import DataParams
+from clapcap.data.config import DataParams
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 

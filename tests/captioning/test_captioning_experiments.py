@@ -17,7 +17,7 @@ TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_
 
 @pytest.fixture(autouse=True)
 def fake_scorer(monkeypatch):
-    monkeypatch.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
 
 
 def make_params(corpus, tmp, **kw):
@@ -40,7 +40,7 @@ def study(tiny_corpus, tmp_path_factory):
 
     torch.set_num_threads(1)
     mp = pytest.MonkeyPatch()
-    mp.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
+    mp.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     params = make_params(tiny_corpus, tmp_path_factory.mktemp("study"))
     floors = {lm: exp.noise_floor(params, lm) for lm in params.lms}
     arch = exp.run_ablation(params, "arch", lm="gpt2")

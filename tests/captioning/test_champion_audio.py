@@ -25,7 +25,7 @@ def audio_study(tiny_corpus, tmp_path, monkeypatch):
     from clapcap.encoders.embed import embed_dataset
 
     torch.set_num_threads(1)
-    monkeypatch.setattr("clapcap.evaluation.captioning_metrics.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     cfg = TinyClapConfig()
     model, tok, fe = build_tiny_clap(cfg, ["a", "tone", "noise"], seed=3)
     clap_dir = save_clap(model, tok, fe, tmp_path / "clap", preprocessing=tiny_preprocessing(cfg))

@@ -10,8 +10,9 @@ import pytest
 
 from clapcap.data import listing as listing_mod
 from clapcap.data.audio import AudioError
+from clapcap.data.config import DataParams, ExternalSource
 from clapcap.data.listing import build_listing, listing_digest, write_listing
-from clapcap.data.prepare import DataParams, ExternalSource, load_dataset, prepare_data
+from clapcap.data.prepare import load_dataset, prepare_data
 from clapcap.quality.validate import DataValidationError, validate_data
 from clapcap.utils.io import read_json
 

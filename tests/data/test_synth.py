@@ -7,7 +7,8 @@ import re
 
 import numpy as np
 
-from clapcap.data.prepare import DataParams, load_dataset, prepare_data
+from clapcap.data.config import DataParams
+from clapcap.data.prepare import load_dataset, prepare_data
 from clapcap.data.synth import SynthConfig, generate_corpus, make_clip
 from clapcap.data.synth_text import TRAIN, VIEW2
 

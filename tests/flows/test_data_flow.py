@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from clapcap.data.prepare import DataParams, load_dataset
+from clapcap.data.config import DataParams
+from clapcap.data.prepare import load_dataset
 from clapcap.data.synth import SynthConfig
 
 

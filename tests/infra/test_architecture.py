@@ -25,13 +25,7 @@ Graph = dict[str, set[str]]
 # Edges of the current tree that break a rule below, each with why it is tolerated for now.
 # Each one is a debt to pay: fix the import, then delete the entry (test_exceptions_are_live
 # fails once an entry no longer matches an import, so this list cannot go stale).
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    # Cycle data/listing.py <-> data/prepare.py: listing imports `DataParams` from prepare
-    # under `if TYPE_CHECKING:` (type-only, harmless at run time), while prepare imports
-    # `build_listing` and `listing_digest` from listing. Fix: move `DataParams` to a module
-    # both can import (for example data/config.py, like clap/config.py).
-    ("data/listing.py", "data/prepare.py"): "type-only import cycle with data/prepare.py",
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 INFERENCE = (
     "captioning/model.py", "captioning/generation.py", "captioning/serving.py",

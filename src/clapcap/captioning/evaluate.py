@@ -10,8 +10,10 @@ import logging
 import time
 from typing import Any
 
-from clapcap.captioning.data import CaptionSplit, trivial_baseline
+from clapcap.captioning.data import CaptionSplit, embeddings_by_clip, trivial_baseline
 from clapcap.captioning.generation import DecodingConfig, generate_captions
+from clapcap.captioning.model import load_captioner
+from clapcap.evaluation.captioning_metrics import score_captions
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +35,6 @@ def score_predictions(predictions: dict[str, str], references: dict[str, list[st
     Raises:
         ValueError: on id mismatches or empty captions (from ``score_captions``).
     """
-    from clapcap.evaluation.captioning_metrics import score_captions
 
     return score_captions(predictions, references, metrics=metrics)
 
@@ -91,8 +92,6 @@ def caption_dump(checkpoint: str, dump: str, decoding: DecodingConfig | None = N
     """
     import numpy as np
 
-    from clapcap.captioning.data import embeddings_by_clip
-    from clapcap.captioning.model import load_captioner
 
     by_clip = embeddings_by_clip(dump, embedding_key=embedding_key)
     model = load_captioner(checkpoint)

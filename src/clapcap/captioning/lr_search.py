@@ -22,7 +22,7 @@ from typing import Any
 from clapcap.captioning.config import LRSearchConfig, TrainConfig
 from clapcap.captioning.model import CaptionerConfig
 from clapcap.captioning.train import train_captioner
-from clapcap.utils.io import read_json, write_json
+from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,6 @@ def plot_lr_search(best: dict[str, Any], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from clapcap.utils.io import atomic_path
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     s1 = sorted(best["stage1_trials"], key=lambda t: t["lr_projection"])

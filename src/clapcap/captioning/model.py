@@ -22,7 +22,7 @@ from torch import nn
 
 from clapcap.captioning.decoders import build_decoder, lm_hidden_size
 from clapcap.captioning.projection import PrefixProjection
-from clapcap.captioning.tokenizer import encode_captions
+from clapcap.captioning.tokenizer import encode_captions, load_pretrained_tokenizer
 from clapcap.config import from_dict
 from clapcap.utils.io import atomic_path
 
@@ -153,7 +153,6 @@ def load_captioner(folder: str | Path, *, device: str = "cpu") -> ClipCapCaption
     Raises:
         FileNotFoundError: when ``folder`` lacks ``captioner.json`` or ``weights.pt``.
     """
-    from clapcap.captioning.tokenizer import load_pretrained_tokenizer
 
     folder = Path(folder)
     for name in ("captioner.json", "weights.pt"):

@@ -21,6 +21,9 @@ import numpy as np
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.data import dump_encoder_config
+from clapcap.captioning.model import load_captioner
+from clapcap.data.manifest import resolve_audio_path
+from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -65,7 +68,6 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         ``{"name", "metric", "value", "checkpoint", "model_uri", "version", "alias"}``.
     """
     from clapcap import tracking
-    from clapcap.captioning.model import load_captioner
 
     out = Path(params.out_dir)
     best, metric = select_champion(candidates(out))
@@ -103,8 +105,6 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
 
 def example_audio(dataset_dir: str | Path, n: int = 2) -> list[str]:
     """Paths of the first ``n`` test clips of the dataset (the registered model's input example)."""
-    from clapcap.data.manifest import resolve_audio_path
-    from clapcap.data.prepare import load_dataset
 
     ds = load_dataset(dataset_dir)
     rows = ds.manifest[ds.manifest["split"] == "test"].head(n)

@@ -26,6 +26,9 @@ import pandas as pd
 from clapcap.captioning.generation import DecodingConfig, generate_captions
 from clapcap.captioning.model import load_captioner
 from clapcap.config import from_dict
+from clapcap.data.audio import load_audio
+from clapcap.encoders.base import EncoderConfig
+from clapcap.encoders.factory import create_encoder
 
 
 class CaptionerService:
@@ -51,7 +54,6 @@ class CaptionerService:
 
     def caption_files(self, paths: Sequence[str | Path]) -> list[str]:
         """Load, encode and caption audio files, in order."""
-        from clapcap.data.audio import load_audio
 
         encoder = self._require_encoder()
         return self.caption_waves([load_audio(p, encoder.sample_rate)[0] for p in paths])
@@ -125,8 +127,6 @@ def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
         decoding = from_dict(DecodingConfig, json.loads(Path(artifacts["decoding"]).read_text()))
     encoder = None
     if "encoder_config" in artifacts:
-        from clapcap.encoders.base import EncoderConfig
-        from clapcap.encoders.factory import create_encoder
 
         cfg = from_dict(EncoderConfig, json.loads(Path(artifacts["encoder_config"]).read_text()))
         if "encoder" in artifacts:

@@ -28,10 +28,13 @@ from typing import Any
 import torch
 
 from clapcap.captioning.config import CaptioningParams, EncoderSpec, TrainConfig
+from clapcap.captioning.data import load_caption_split
+from clapcap.captioning.evaluate import evaluate_split, evaluate_trivial_baseline
 from clapcap.captioning.generation import DecodingConfig
-from clapcap.captioning.lr_search import chosen_learning_rates
-from clapcap.captioning.model import CaptionerConfig
+from clapcap.captioning.lr_search import chosen_learning_rates, search_learning_rates
+from clapcap.captioning.model import CaptionerConfig, load_captioner
 from clapcap.captioning.train import train_captioner
+from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -120,10 +123,6 @@ def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
 
 def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str,
               decoding: DecodingConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    from clapcap.captioning.data import load_caption_split
-    from clapcap.captioning.evaluate import evaluate_split
-    from clapcap.captioning.model import load_captioner
-    from clapcap.data.prepare import load_dataset
 
     if params.torch_threads > 0:
         torch.set_num_threads(params.torch_threads)
@@ -219,9 +218,6 @@ def noise_floor(params: CaptioningParams, lm: str) -> dict[str, Any]:
 
 def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
     """Score the most-common-training-caption baseline on val and test (``baseline_trivial.json``)."""
-    from clapcap.captioning.data import load_caption_split
-    from clapcap.captioning.evaluate import evaluate_trivial_baseline
-    from clapcap.data.prepare import load_dataset
 
     path = Path(params.out_dir) / "baseline_trivial.json"
     if path.is_file():
@@ -238,7 +234,6 @@ def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
 
 def run_lr_search(params: CaptioningParams, lm: str) -> dict[str, Any]:
     """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished)."""
-    from clapcap.captioning.lr_search import search_learning_rates
 
     params.check_lm(lm)
     return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),

@@ -24,6 +24,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from clapcap.encoders.hf_cache import fetch_gpt2_bpe
+
 logger = logging.getLogger(__name__)
 
 TOKENIZER_KINDS = ("bpe", "unigram", "gpt2-bpe", "pretrained")
@@ -73,7 +75,6 @@ def load_gpt2_bpe(folder: str | Path | None = None) -> Any:
     if folder:
         enc, bpe = Path(folder) / "encoder.json", Path(folder) / "vocab.bpe"
     else:
-        from clapcap.encoders.hf_cache import fetch_gpt2_bpe
 
         enc, bpe = fetch_gpt2_bpe()
     tok = GPT2TokenizerFast(vocab_file=str(enc), merges_file=str(bpe))

@@ -38,6 +38,7 @@ from clapcap.captioning.model import (
     load_captioner,
 )
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
+from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import atomic_path, read_json, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,6 @@ class RunData:
 
 def load_run_data(dump: str | Path, dataset_dir: str | Path, embedding_key: str = "audio_embeds") -> RunData:
     """Load train and val splits (embeddings from ``dump``, captions from the manifest)."""
-    from clapcap.data.prepare import load_dataset
 
     manifest = load_dataset(dataset_dir).manifest
     return RunData(load_caption_split(dump, manifest, "train", embedding_key=embedding_key),

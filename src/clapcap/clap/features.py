@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from clapcap.clap.preprocessing import ClapPreprocessing, clap_features
-from clapcap.data.prepare import dataset_fingerprint
+from clapcap.data.audio import load_audio
+from clapcap.data.manifest import resolve_audio_path
+from clapcap.data.prepare import dataset_fingerprint, load_dataset
 from clapcap.utils.io import atomic_path, sha256_json
 
 logger = logging.getLogger(__name__)
@@ -49,9 +51,6 @@ def iter_split_audio(dataset_dir: str | Path, split: str, sample_rate: int,
     """
     from tqdm.auto import tqdm
 
-    from clapcap.data.audio import load_audio
-    from clapcap.data.manifest import resolve_audio_path
-    from clapcap.data.prepare import load_dataset
 
     ds = load_dataset(dataset_dir)
     df = ds.split(split) if split != "all" else ds.manifest

@@ -25,7 +25,15 @@ import numpy as np
 from clapcap.clap.collapse import ChanceTest, chance_test, collapse_advice
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.features import FeatureCache, cache_features
+from clapcap.clap.model import (
+    build_feature_extractor,
+    build_tiny_clap,
+    build_vocab,
+    save_clap,
+    tiny_preprocessing,
+)
 from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
+from clapcap.config import to_dict
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
 from clapcap.retrieval.ranking import single_positive_ranks
@@ -269,7 +277,6 @@ _UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", 
 def run_signature(cfg: TrainClapParams, dataset_dir: Path) -> str:
     """Hash of what decides the trained weights: the params and the dataset's content (no
     path, no mtime, so two clones of the repository agree)."""
-    from clapcap.config import to_dict
 
     params = {k: v for k, v in to_dict(cfg).items() if k not in _UNTRACKED}
     return sha256_json([params, dataset_fingerprint(dataset_dir)])
@@ -306,13 +313,6 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     """
     import torch
 
-    from clapcap.clap.model import (
-        build_feature_extractor,
-        build_tiny_clap,
-        build_vocab,
-        save_clap,
-        tiny_preprocessing,
-    )
 
     dataset_dir, out_dir = Path(dataset_dir or cfg.dataset_dir), Path(out_dir or cfg.out_dir)
     sig = run_signature(cfg, dataset_dir)
@@ -358,7 +358,6 @@ def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainCl
     Returns:
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
     """
-    from clapcap.config import to_dict
 
     if not params.track:
         return train_clap(params, progress=progress)

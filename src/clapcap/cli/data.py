@@ -9,8 +9,9 @@ from clapcap.cli._common import add_command, add_group
 
 def _prepare(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.data.config import DataParams
     from clapcap.data.listing import DEFAULT_MEMO
-    from clapcap.data.prepare import DataParams, prepare_data
+    from clapcap.data.prepare import prepare_data
 
     print(prepare_data(load_section(DataParams, "data", args.params), memo_path=DEFAULT_MEMO))
     return 0
@@ -18,8 +19,8 @@ def _prepare(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.data.config import DataParams
     from clapcap.data.listing import DEFAULT_MEMO
-    from clapcap.data.prepare import DataParams
     from clapcap.quality.validate import validate_data
 
     # A violation raises DataValidationError: `clapcap: error: ...`, exit 1.
@@ -29,8 +30,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _flow(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
+    from clapcap.data.config import DataParams
     from clapcap.data.listing import DEFAULT_MEMO
-    from clapcap.data.prepare import DataParams
     from clapcap.flows.data import data_flow
 
     result = data_flow(load_section(DataParams, "data", args.params), args.report_dir, memo_path=str(DEFAULT_MEMO))

@@ -22,13 +22,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clapcap.data.audio import SUPPORTED_SUFFIXES
+from clapcap.data.config import DataParams
 from clapcap.utils.io import read_json, sha256_file, sha256_json, write_json
-
-if TYPE_CHECKING:
-    from clapcap.data.prepare import DataParams
 
 logger = logging.getLogger(__name__)
 

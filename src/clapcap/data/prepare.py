@@ -16,18 +16,19 @@ import dataclasses
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import pandas as pd
 
 from clapcap.data.audio import LoadReport
+from clapcap.data.config import DataParams
 from clapcap.data.listing import build_listing, listing_digest
-from clapcap.data.manifest import read_manifest, write_manifest
+from clapcap.data.manifest import read_manifest, resolve_audio_path, write_manifest
 from clapcap.data.readers import READERS
-from clapcap.data.splits import SPLIT_SEED, apply_splits
-from clapcap.data.synth import SynthConfig, generate_corpus
+from clapcap.data.real import read_ovos_animals
+from clapcap.data.splits import apply_splits
+from clapcap.data.synth import generate_corpus
 from clapcap.errors import InputError
 from clapcap.utils.io import read_json, sha256_file, sha256_json, write_json
 
@@ -42,33 +43,6 @@ class StaleDatasetError(InputError, ValueError):
 
 
 @dataclass
-class ExternalSource:
-    """A local copy of a real dataset. ``csv`` maps split name to its metadata CSV
-    (relative to ``root``); a single ``all`` entry is split with ``split_fractions``."""
-
-    root: str = ""
-    csv: dict[str, str] = field(default_factory=dict)
-    audio_dir: str = "audio"
-
-
-@dataclass
-class DataParams:
-    """``params.yaml`` section ``data``."""
-
-    source: Literal["synthetic", "clotho", "audiocaps", "musiccaps", "folder"] = "synthetic"
-    out_dir: str = "data/corpus"
-    synthetic: SynthConfig = field(default_factory=SynthConfig)
-    external: ExternalSource = field(default_factory=ExternalSource)
-    split_fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
-    split_seed: int = SPLIT_SEED
-    on_error: Literal["raise", "skip"] = "raise"
-    include_real_audio: bool = False
-    min_duration_s: float = 0.5
-    max_duration_s: float = 60.0
-    allowed_sample_rates: list[int] = field(default_factory=lambda: [16000, 22050, 32000, 44100, 48000])
-
-
-@dataclass
 class Dataset:
     """A prepared dataset: its manifest and the root its audio paths are relative to."""
 
@@ -76,7 +50,6 @@ class Dataset:
     root: Path
 
     def audio_path(self, clip_id: str) -> Path:
-        from clapcap.data.manifest import resolve_audio_path
 
         row = self.manifest.loc[self.manifest["clip_id"] == clip_id]
         if row.empty:
@@ -134,7 +107,6 @@ def _recorded_root(params: DataParams, root: Path, out_dir: Path) -> str:
 
 
 def _add_real_audio(df: pd.DataFrame, out_dir: Path) -> pd.DataFrame:
-    from clapcap.data.real import read_ovos_animals
 
     real, _, src_root = read_ovos_animals(split="test")
     (out_dir / "real").mkdir(parents=True, exist_ok=True)

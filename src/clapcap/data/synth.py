@@ -21,6 +21,7 @@ import pandas as pd
 
 from clapcap.data.synth_audio import KINDS, PITCHED, REPEATABLE, Event, mix
 from clapcap.data.synth_text import LABELS, describe, music_captions
+from clapcap.utils.io import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,6 @@ def generate_corpus(cfg: SynthConfig, out_dir: str | Path, *, progress: bool = T
     import soundfile as sf
     from tqdm.auto import tqdm
 
-    from clapcap.utils.io import atomic_path
 
     audio_dir = Path(out_dir) / "audio"
     audio_dir.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,15 @@ from typing import Any
 
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.config import IdentityParams
+from clapcap.encoders.convert import convert_laion_checkpoint
+from clapcap.encoders.embed import embed_dataset
+from clapcap.encoders.laion import (
+    LaionClapEncoder,
+    build_laion_module,
+    prepare_laion_env,
+    save_laion_checkpoint,
+)
+from clapcap.retrieval.identity import identity_report
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +61,8 @@ def run_checkpoint_identity(params: IdentityParams, *, progress: bool = True) ->
         LaionEnvError / AssetError: when laion_clap cannot be imported offline.
         ConversionError: when the laion state dict does not convert.
     """
-    from clapcap.encoders.laion import prepare_laion_env
 
     prepare_laion_env(params.hf_home or None)
-    from clapcap.encoders.convert import convert_laion_checkpoint
-    from clapcap.encoders.embed import embed_dataset
-    from clapcap.encoders.laion import LaionClapEncoder, build_laion_module, save_laion_checkpoint
-    from clapcap.retrieval.identity import identity_report
 
     out = Path(params.out_dir)
     common = dict(enable_fusion=params.enable_fusion, hf_home=params.hf_home, tiny_seed=params.seed, batch_size=4)

@@ -24,10 +24,13 @@ from typing import Any
 import numpy as np
 
 from clapcap.config import ConfigError
+from clapcap.data.audio import load_audio
 from clapcap.data.dump import DumpError, EmbeddingDump, load_dump, save_dump
-from clapcap.data.prepare import dataset_fingerprint
+from clapcap.data.manifest import resolve_audio_path
+from clapcap.data.prepare import dataset_fingerprint, load_dataset
 from clapcap.encoders.base import AudioEncoder, EncoderConfig
 from clapcap.encoders.factory import create_encoder
+from clapcap.encoders.laion import prepare_laion_env
 from clapcap.encoders.partial import BatchStore
 from clapcap.utils.io import remove_stale_temps, sha256_json, sha256_tree
 
@@ -57,7 +60,6 @@ def is_complete(out_path: str | Path, signature: str) -> bool:
 
 
 def _rows(dataset_dir: Path, split: str, column: str, max_clips: int | None) -> tuple[Any, list[dict]]:
-    from clapcap.data.prepare import load_dataset
 
     ds = load_dataset(dataset_dir)
     df = ds.manifest if split == "all" else ds.split(split)
@@ -77,8 +79,6 @@ def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: i
                  frames: bool, store: BatchStore) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     from tqdm.auto import tqdm
 
-    from clapcap.data.audio import load_audio
-    from clapcap.data.manifest import resolve_audio_path
 
     def compute(batch: list[dict]) -> dict[str, np.ndarray]:
         waves = [load_audio(resolve_audio_path(ds.root, r["audio_path"]), encoder.sample_rate)[0] for r in batch]
@@ -193,7 +193,6 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
         raise ConfigError(f"embed.datasets has no {dataset!r}; known: {sorted(params.datasets)}")
     cfg = params.encoders[encoder]
     if cfg.backend == "laion_clap":
-        from clapcap.encoders.laion import prepare_laion_env
 
         prepare_laion_env(cfg.hf_home or None)
     built: AudioEncoder | None = None

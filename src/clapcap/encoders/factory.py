@@ -8,6 +8,10 @@ laion_clap, and a caller of one backend should not pay for the others.
 from __future__ import annotations
 
 from clapcap.encoders.base import AudioEncoder, EncoderConfig
+from clapcap.encoders.frames import FrameEncoder
+from clapcap.encoders.hf_clap import HFClapEncoder
+from clapcap.encoders.laion import LaionClapEncoder
+from clapcap.encoders.logmel import LogMelStatsEncoder
 
 
 def create_encoder(cfg: EncoderConfig) -> AudioEncoder:
@@ -21,19 +25,15 @@ def create_encoder(cfg: EncoderConfig) -> AudioEncoder:
         ValueError: on an unknown backend; backend-specific errors on bad checkpoints.
     """
     if cfg.backend == "hf_clap":
-        from clapcap.encoders.hf_clap import HFClapEncoder
 
         return HFClapEncoder.from_config(cfg)
     if cfg.backend == "laion_clap":
-        from clapcap.encoders.laion import LaionClapEncoder
 
         return LaionClapEncoder.from_config(cfg)
     if cfg.backend == "hf_frames":
-        from clapcap.encoders.frames import FrameEncoder
 
         return FrameEncoder.from_config(cfg)
     if cfg.backend == "logmel_stats":
-        from clapcap.encoders.logmel import LogMelStatsEncoder
 
         return LogMelStatsEncoder.from_config(cfg)
     raise ValueError(f"unknown encoder backend {cfg.backend!r}; "

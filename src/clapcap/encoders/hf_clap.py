@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.clap.model import TinyClapConfig, build_tiny_clap, load_clap
 from clapcap.clap.preprocessing import ClapPreprocessing, clap_features, tokenize
 from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
 
@@ -51,7 +52,6 @@ class HFClapEncoder:
     @classmethod
     def from_config(cls, cfg: EncoderConfig) -> HFClapEncoder:
         """Load ``cfg.checkpoint`` (folder or hub id), or a random tiny model when it is empty."""
-        from clapcap.clap.model import TinyClapConfig, build_tiny_clap, load_clap
 
         if cfg.checkpoint:
             model, tok, fe, sidecar = load_clap(cfg.checkpoint)

@@ -24,7 +24,9 @@ import numpy as np
 
 from clapcap.data.audio import crop_wave
 from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
+from clapcap.encoders.hf_cache import build_laion_hf_cache, laion_env
 from clapcap.errors import ClapcapError, MissingDependencyError
+from clapcap.utils.io import atomic_path
 from clapcap.utils.rng import numpy_seed
 
 logger = logging.getLogger(__name__)
@@ -44,7 +46,6 @@ def prepare_laion_env(hf_home: str | Path | None) -> None:
             another cache folder (start a fresh process, or set ``HF_HOME`` beforehand).
         AssetError: when the cache cannot be built.
     """
-    from clapcap.encoders.hf_cache import build_laion_hf_cache, laion_env
 
     if not hf_home or "laion_clap" in sys.modules:
         return
@@ -94,7 +95,6 @@ def save_laion_checkpoint(module: Any, path: str | Path) -> Path:
     """
     import torch
 
-    from clapcap.utils.io import atomic_path
 
     sd = {f"module.{k}": v.detach().cpu() for k, v in module.model.state_dict().items()}
     key = "module.text_branch.embeddings.position_ids"

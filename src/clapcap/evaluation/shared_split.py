@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from clapcap.data.csv_reader import TableError, file_line, missing_columns, read_text_table
+from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.captioning_metrics import score_captions
 from clapcap.evaluation.leakage import KnownStatus, LeakageParams, decide_leakage
 from clapcap.utils.io import atomic_path, read_json, write_json
@@ -68,7 +69,6 @@ def dump_split(dataset_dir: str | Path, out_dir: str | Path, *, split: str = "te
     Raises:
         ValueError: when the dataset has no clip in ``split``.
     """
-    from clapcap.data.prepare import load_dataset
 
     ds = load_dataset(dataset_dir)
     table = ds.split(split)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from prefect import flow, task
 
-from clapcap.data.prepare import DataParams, prepare_data
+from clapcap.data.config import DataParams
+from clapcap.data.prepare import prepare_data
 from clapcap.quality.validate import validate_data
 
 

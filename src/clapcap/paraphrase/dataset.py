@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from clapcap.config import to_dict
 from clapcap.data.manifest import ManifestError, write_manifest
 from clapcap.data.prepare import load_dataset
 from clapcap.llm import LLMError
@@ -128,7 +129,6 @@ def run_paraphrase(params: ParaphraseParams, *, progress: bool = True) -> dict[s
     if not params.track:
         return paraphrase_dataset(params, progress=progress)
     from clapcap import tracking
-    from clapcap.config import to_dict
 
     with tracking.stage_run("robust_paraphrase", experiment=params.experiment, params=to_dict(params)):
         report = paraphrase_dataset(params, progress=progress)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from clapcap.data.prepare import DataParams, StaleDatasetError, check_build, load_dataset
+from clapcap.data.config import DataParams
+from clapcap.data.dump import load_dump
+from clapcap.data.prepare import StaleDatasetError, check_build, load_dataset
 from clapcap.errors import ClapcapError
 from clapcap.quality.suites import (
     ValidationReport,
@@ -67,7 +69,6 @@ def validate_data(params: DataParams, report_dir: str | Path, *,
 def validate_dump_file(dump_path: str | Path, report_dir: str | Path, *,
                        min_norm: float = 1e-6, max_norm: float = 1e6) -> ValidationReport:
     """Run the dump suite on an embedding dump file; write the report; raise on failure."""
-    from clapcap.data.dump import load_dump
 
     dump = load_dump(dump_path, validate=False)
     report = validate_dump_arrays(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index,

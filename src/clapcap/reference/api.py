@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clapcap.data.audio import load_audio
 from clapcap.llm import (
     ChatClient,
     EndpointUnreachable,
@@ -57,7 +58,6 @@ def encode_audio(path: str | Path) -> tuple[str, str]:
         return base64.b64encode(path.read_bytes()).decode("ascii"), suffix
     import soundfile as sf
 
-    from clapcap.data.audio import load_audio
 
     wave, sr = load_audio(path)
     buf = io.BytesIO()

@@ -14,10 +14,18 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from clapcap.evaluation.captioning_metrics import check_caption_inputs
 from clapcap.evaluation.leakage import LeakageParams
-from clapcap.evaluation.shared_split import ReferenceSplit, read_split_json
+from clapcap.evaluation.shared_split import (
+    ReferenceSplit,
+    dump_split,
+    read_split_json,
+    score_reference,
+)
 from clapcap.llm.jsonl import ResumeCache
+from clapcap.reference.api import ApiCaptioner
 from clapcap.reference.config import ReferenceParams, ReferenceSpec
+from clapcap.reference.hf_local import HFLocalCaptioner
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -50,7 +58,6 @@ def import_predictions(src: str | Path, split: ReferenceSplit, dst: str | Path) 
         ValueError: naming the file and the ids on a bad format, missing or extra ids, or
             empty captions.
     """
-    from clapcap.evaluation.captioning_metrics import check_caption_inputs
 
     data = read_json(src)
     if isinstance(data, list):
@@ -69,11 +76,9 @@ def import_predictions(src: str | Path, split: ReferenceSplit, dst: str | Path) 
 def make_captioner(spec: ReferenceSpec) -> BatchCaptioner:
     """The batch captioning function of a generating backend."""
     if spec.backend == "hf_local":
-        from clapcap.reference.hf_local import HFLocalCaptioner
 
         return HFLocalCaptioner(spec.hf, spec.generation).caption_batch
     if spec.backend == "openai_api":
-        from clapcap.reference.api import ApiCaptioner
 
         api = ApiCaptioner(spec.api, spec.generation)
         return lambda paths: [api.caption(p) for p in paths]
@@ -146,7 +151,6 @@ def run_reference(spec: ReferenceSpec, split_dir: str | Path, out_dir: str | Pat
     Returns:
         The path of ``out_dir/<name>/scores.json``.
     """
-    from clapcap.evaluation.shared_split import score_reference
 
     dst = scores_path(out_dir, spec.name)
     if dst.is_file():
@@ -167,7 +171,6 @@ def run_all_references(params: ReferenceParams) -> dict[str, Path]:
     Returns:
         ``{reference name: scores path}``.
     """
-    from clapcap.evaluation.shared_split import dump_split
 
     split_dir = Path(params.split_dir)
     if not ((split_dir / "split.csv").is_file() and (split_dir / "split.json").is_file()):

@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from clapcap.data.audio import load_audio
 from clapcap.reference.config import GenerationConfig, HFLocalConfig
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,6 @@ class HFLocalCaptioner:
         """Greedy captions for ``audio_paths``, in order."""
         import torch
 
-        from clapcap.data.audio import load_audio
 
         waves = [load_audio(p, self.sampling_rate)[0] for p in audio_paths]
         texts = [self._prompt(p) for p in audio_paths]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clapcap.reporting.report import build_report
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -173,7 +174,6 @@ def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captionin
     ``extra_inputs`` (``params.yaml`` ``report.inputs``) are added to the collected ones.
     Returns the :func:`build_report` summary.
     """
-    from clapcap.reporting.report import build_report
 
     inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms)
     for section, paths in (extra_inputs or {}).items():

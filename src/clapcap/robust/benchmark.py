@@ -26,20 +26,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clapcap.data.dump import EmbeddingDump, save_dump
+from clapcap.clap.features import iter_split_audio
+from clapcap.config import to_dict
+from clapcap.data.dump import EmbeddingDump, normalize, save_dump
+from clapcap.data.prepare import load_dataset
+from clapcap.encoders.base import EncoderConfig
+from clapcap.encoders.factory import create_encoder
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.retrieval.ranking import average_precision_min_norm
-from clapcap.robust.config import RobustBenchParams
+from clapcap.robust.config import ZS, ZS_CUTOFF, ZS_MAP, RobustBenchParams
 from clapcap.robust.data import valid_text
-from clapcap.utils.io import write_json
+from clapcap.robust.report import write_tables
+from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
 
-ZS = "zero_shot"
-ZS_CUTOFF = 10
-# AP@10 normalised by min(|labels|, 10): not the retrieval map@10 (docs/retrieval_metrics.md)
-ZS_MAP = f"map_norm_min@{ZS_CUTOFF}"
 
 
 def queries(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -76,7 +78,6 @@ def zero_shot(audio: np.ndarray, label_embeds: np.ndarray, positives: np.ndarray
     ``map@10``, which divides by every positive. ``accuracy`` takes ``argmax``'s top class:
     among tied top scores, the first class in sorted class order.
     """
-    from clapcap.data.dump import normalize
 
     scores = (normalize(audio) @ normalize(label_embeds).T).astype(np.float32)  # (N, C)
     top = np.argmax(scores, axis=1)
@@ -98,7 +99,6 @@ def _labels(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.nd
 
 
 def load_waves(dataset_dir: str, split: str, sample_rate: int) -> tuple[list[np.ndarray], list[str]]:
-    from clapcap.clap.features import iter_split_audio
 
     waves, ids = [], []
     for row, wave in iter_split_audio(dataset_dir, split, sample_rate, progress=False):
@@ -115,8 +115,6 @@ def evaluate_model(name: str, model_dir: str, df: pd.DataFrame, waves: list[np.n
         ``(per_query, summary)``: per benchmark (and ``zero_shot``) the per-query metrics,
         and per benchmark the aggregated metrics with bootstrap intervals (``ci``).
     """
-    from clapcap.encoders.base import EncoderConfig
-    from clapcap.encoders.factory import create_encoder
 
     enc = create_encoder(EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size))
     audio = enc.embed_audio(waves)
@@ -197,8 +195,6 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
         FileNotFoundError: when a model folder or the manifest is missing.
         ValueError: when ``base``/``candidate`` are not in ``models`` or a column is missing.
     """
-    from clapcap.data.prepare import load_dataset
-    from clapcap.robust.report import write_tables
 
     for key in (params.base, params.candidate):
         if key not in params.models:
@@ -229,7 +225,6 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
 
 
 def sample_rate_of(params: RobustBenchParams) -> int:
-    from clapcap.utils.io import read_json
 
     rates = set()
     for path in params.models.values():
@@ -270,7 +265,6 @@ def run_robust_benchmark(params: RobustBenchParams) -> dict[str, Any]:
     if not params.track:
         return run_benchmark(params)
     from clapcap import tracking
-    from clapcap.config import to_dict
 
     with tracking.stage_run("robust_benchmark", experiment=params.experiment, params=to_dict(params)):
         result = run_benchmark(params)

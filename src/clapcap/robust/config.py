@@ -20,6 +20,13 @@ __all__ = ["LLMParams", "MultiViewLossConfig", "ParaphraseParams", "RobustBenchP
            "RobustTrainParams"]
 
 
+# Keys of the zero-shot benchmark (docs/robust.md); they name their definition.
+ZS = "zero_shot"
+ZS_CUTOFF = 10
+# AP@10 normalised by min(|labels|, 10): not the retrieval map@10 (docs/retrieval_metrics.md)
+ZS_MAP = f"map_norm_min@{ZS_CUTOFF}"
+
+
 @dataclass
 class RobustTrainParams:
     """Section ``robust_train``: fine-tune a CLAP with paraphrase views of the train split.

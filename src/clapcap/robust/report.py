@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.reporting.tables import latex_table, markdown_table, tex_escape
-from clapcap.robust.benchmark import ZS, ZS_CUTOFF, ZS_MAP
-from clapcap.robust.config import RobustBenchParams
+from clapcap.robust.config import ZS, ZS_CUTOFF, ZS_MAP, RobustBenchParams
 from clapcap.utils.io import atomic_path
 
 Table = tuple[str, list[str], list[list[tuple[str, str]]]]  # title, header, rows of (md, tex) cells

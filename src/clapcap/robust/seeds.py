@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, write_conclusions
 from clapcap.robust.benchmark import ZS, ZS_MAP, evaluate_model, load_waves, sample_rate_of
@@ -93,7 +94,6 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
             ``bench``, or the two fine-tunes were trained with different seeds.
         FileNotFoundError: when a model folder or the paraphrase manifest is missing.
     """
-    from clapcap.data.prepare import load_dataset
 
     for name in (bench.base, bench.candidate, study.control):
         if name not in bench.models:

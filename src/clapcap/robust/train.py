@@ -22,7 +22,11 @@ from typing import Any
 import numpy as np
 
 from clapcap.clap.features import cache_features
+from clapcap.clap.model import SPECIALS, build_tokenizer, build_vocab, load_clap, save_clap
 from clapcap.clap.preprocessing import ClapPreprocessing
+from clapcap.clap.train import check_collapse, embed_cache, fit, t2a_recall
+from clapcap.config import from_dict, to_dict
+from clapcap.data.prepare import load_dataset
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
@@ -56,7 +60,6 @@ def extend_vocabulary(model: Any, tokenizer: Any, texts: list[str]) -> tuple[Any
     Returns:
         ``(tokenizer, added words)``.
     """
-    from clapcap.clap.model import SPECIALS, build_tokenizer, build_vocab
 
     if type(tokenizer.backend_tokenizer.model).__name__ != "WordLevel":
         return tokenizer, []
@@ -89,7 +92,6 @@ def make_loss_fn(cfg: MultiViewLossConfig) -> Callable[[Any, dict[str, Any]], An
 
 def _evaluator(tokenizer: Any, val: Any) -> Callable[[Any], dict[str, float]]:
     """Validation t2a R@1/R@10 on the captions and on each view (audio embedded once)."""
-    from clapcap.clap.train import embed_cache, t2a_recall
 
     def evaluate(model: Any) -> dict[str, float]:
         audio, text, index = embed_cache(model, tokenizer, val)
@@ -130,7 +132,6 @@ def run_signature(params: RobustTrainParams) -> str:
     import hashlib
     import json
 
-    from clapcap.config import from_dict, to_dict
 
     canonical = to_dict(from_dict(RobustTrainParams, to_dict(params)))  # typed as parsed: 1 -> 1.0 for floats
     digest = hashlib.sha1(json.dumps({k: v for k, v in canonical.items() if k not in _UNTRACKED},
@@ -145,7 +146,6 @@ def run_signature(params: RobustTrainParams) -> str:
 
 
 def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
-    from clapcap.clap.model import load_clap
 
     if not Path(params.base_model).exists():
         raise FileNotFoundError(f"{params.base_model}: base CLAP folder not found (run train_clap first, "
@@ -177,9 +177,6 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     """
     import torch
 
-    from clapcap.clap.model import save_clap
-    from clapcap.clap.train import check_collapse, fit
-    from clapcap.data.prepare import load_dataset
 
     out_dir = Path(params.out_dir)
     result_path = out_dir / RESULT
@@ -228,7 +225,6 @@ def run_robust_train(params: RobustTrainParams, *, progress: bool = True) -> Rob
     if not params.track:
         return train_robust_clap(params, progress=progress)
     from clapcap import tracking
-    from clapcap.config import to_dict
 
     with tracking.stage_run("robust_train", experiment=params.experiment, params=to_dict(params)):
         result = train_robust_clap(

@@ -1,0 +1,36 @@
+"""``params.yaml`` section ``data``: where the corpus comes from and how it is split and checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from clapcap.data.splits import SPLIT_SEED
+from clapcap.data.synth import SynthConfig
+
+
+@dataclass
+class ExternalSource:
+    """A local copy of a real dataset. ``csv`` maps split name to its metadata CSV
+    (relative to ``root``); a single ``all`` entry is split with ``split_fractions``."""
+
+    root: str = ""
+    csv: dict[str, str] = field(default_factory=dict)
+    audio_dir: str = "audio"
+
+
+@dataclass
+class DataParams:
+    """``params.yaml`` section ``data``."""
+
+    source: Literal["synthetic", "clotho", "audiocaps", "musiccaps", "folder"] = "synthetic"
+    out_dir: str = "data/corpus"
+    synthetic: SynthConfig = field(default_factory=SynthConfig)
+    external: ExternalSource = field(default_factory=ExternalSource)
+    split_fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
+    split_seed: int = SPLIT_SEED
+    on_error: Literal["raise", "skip"] = "raise"
+    include_real_audio: bool = False
+    min_duration_s: float = 0.5
+    max_duration_s: float = 60.0
+    allowed_sample_rates: list[int] = field(default_factory=lambda: [16000, 22050, 32000, 44100, 48000])
