@@ -1,15 +1,21 @@
-"""Ablations, noise floor, trivial baseline, summary tables and champion registration (fake scorer)."""
+"""Ablations, noise floor, trivial baseline, summary tables, champion registration and the
+findings over seeds (fake scorer)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
+from clapcap.captioning import findings as fnd
 from clapcap.captioning import study as exp
 from clapcap.captioning.config import DEFAULT_DECODING_ABLATION
 from clapcap.config import ConfigError, from_dict
+from clapcap.reporting.conclusions import load_conclusions
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
          "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
@@ -18,6 +24,7 @@ TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_
 @pytest.fixture(autouse=True)
 def fake_scorer(monkeypatch):
     monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.findings.score_captions", fake_score_captions)
 
 
 def make_params(corpus, tmp, **kw):
@@ -30,6 +37,9 @@ def make_params(corpus, tmp, **kw):
         "arch": {"prefix_length": [2], "dropout": [], "projection_depth": [1]},
         "decoding_ablation": {"greedy": {}, "beam3_trim": {"strategy": "beam", "num_beams": 3, "trim_words": 4}},
         "encoders": {"frames": {"dump": str(frames), "embedding_key": "audio_frames"}},
+        "findings": {"decoding": ["beam3_trim"], "n_resamples": 200,
+                     "conclusions": str(tmp / "out" / "conclusions.json"),
+                     "findings_md": str(tmp / "out" / "findings.md")},
         "track": False, "progress": False, **kw})
 
 
@@ -176,3 +186,71 @@ def test_bad_captioning_values_fail_at_load(tmp_path, section, key):
     path.write_text(yaml.safe_dump({"captioning": section}))
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_section(CaptioningParams, "captioning", path)
+
+
+# --- findings over training seeds (clapcap.captioning.findings) ---------------------------
+
+
+def _with_reference(params, tmp_path):
+    """A reference captioner that always says the first test clip's first caption."""
+    refs = json.loads(Path(exp.test_predictions_path(params.out_dir, "gpt2_seed0")).read_text())
+    path = tmp_path / "ref_predictions.json"
+    path.write_text(json.dumps({cid: "a constant caption" for cid in refs}))
+    params.findings.references = {"constant": str(path)}
+    return params
+
+
+def test_findings_cover_every_stated_comparison(study, tmp_path):
+    params = _with_reference(study[0], tmp_path)
+    exp.run_ablation(params, "arch", lm="t5")  # the module's study trained gpt2's rows only
+    found = {f["id"]: f for f in fnd.run_findings(params)}
+    assert set(found) == {
+        "captioning.gpt2.vs_trivial", "captioning.t5.vs_trivial", "captioning.lm.t5.vs_gpt2",
+        "captioning.pipeline.gpt2.vs_constant", "captioning.pipeline.t5.vs_constant",
+        "captioning.arch.gpt2.prefix_length2", "captioning.arch.gpt2.projection_depth1",
+        "captioning.arch.t5.prefix_length2", "captioning.arch.t5.projection_depth1",
+        "captioning.decoding.gpt2.beam3_trim", "captioning.encoder.default.vs_frames"}
+    assert load_conclusions(params.findings.conclusions).keys() == found.keys()
+    assert "| **" in Path(params.findings.findings_md).read_text()
+    # Each side's value is the corpus metric of its runs (the result files), averaged over seeds.
+    out = Path(params.out_dir)
+    seeds = [json.loads((out / "results" / f"gpt2_seed{s}.json").read_text())["test"]["corpus"]["cider_d"]
+             for s in params.noise_seeds]
+    trivial = json.loads((out / "baseline_trivial.json").read_text())["test"]["corpus"]["cider_d"]
+    f = found["captioning.gpt2.vs_trivial"]
+    assert f["a"] == pytest.approx(np.mean(seeds), abs=1e-12) and f["b"] == pytest.approx(trivial, abs=1e-12)
+    assert f["n_seeds"] == {"a": 2, "b": 1} and f["noise_floors"] == {"b": 0.0}
+    # A one-seed architecture row carries its LM's noise floor (std over the noise seeds).
+    arch = found["captioning.arch.gpt2.prefix_length2"]
+    assert arch["n_seeds"] == {"a": 1, "b": 2}
+    assert arch["noise_floors"]["a"] == pytest.approx(np.std(seeds, ddof=1), abs=1e-12)
+    # Decoding is run on every noise seed's checkpoint and compared seed by seed.
+    dec = found["captioning.decoding.gpt2.beam3_trim"]
+    assert dec["paired_seeds"] and dec["n_seeds"] == {"a": 2, "b": 2}
+    assert (out / "decoding" / "gpt2" / "seeds" / "beam3_trim_seed1.json").is_file()
+    for f in found.values():
+        assert f["ci"]["low"] <= f["effect"] <= f["ci"]["high"] or f["verdict"] != "holds"
+
+
+def test_stale_captions_fail_loudly(study, tmp_path):
+    params = _with_reference(study[0], tmp_path)
+    path = exp.test_predictions_path(params.out_dir, "t5_seed1")
+    original = path.read_text()
+    try:
+        refs = fnd.load_caption_split(params.dump, fnd.load_dataset(params.dataset_dir).manifest, "test").references()
+        path.write_text(json.dumps({cid: refs[cid][0] for cid in json.loads(original)}))  # a perfect score
+        with pytest.raises(fnd.FindingsInputError, match="t5_seed1.*stale"):
+            fnd.run_findings(params)
+    finally:
+        path.write_text(original)
+
+
+def test_missing_inputs_and_one_seed_are_refused(study, tmp_path):
+    import dataclasses
+
+    params = _with_reference(study[0], tmp_path)
+    with pytest.raises(fnd.FindingsInputError, match="at least two"):
+        fnd.run_findings(dataclasses.replace(params, noise_seeds=[0]))
+    params.findings.references = {"gone": str(tmp_path / "nope.json")}
+    with pytest.raises(fnd.FindingsInputError, match="nope.json: not found"):
+        fnd.run_findings(params)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from clapcap.reporting.collect import CollectParams, collect_and_report, collect_inputs
+from clapcap.reporting.conclusions import ConclusionsError, load_conclusions, merge_conclusions
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _scores(cider: float) -> dict:
@@ -24,6 +30,7 @@ def test_collect_and_report(tmp_path):
             _write(cap / "results" / f"{lm}_seed{seed}.json", {"test": _scores(c)})
         _write(cap / "results" / f"{lm}_dropout0.5_seed0.json", {"test": _scores(0.7)})
     _write(cap / "results" / "encoder_default_gpt2_s1_seed0.json", {"test": _scores(0.8)})
+    _write(cap / "results" / "encoder_default_gpt2_s1_seed1.json", {"test": _scores(0.9)})
     _write(cap / "results" / "encoder_logmel_gpt2_s1_seed0.json", {"test": _scores(0.6)})
     _write(cap / "decoding" / "gpt2" / "greedy.json", {"test": _scores(0.9)})
     _write(cap / "decoding" / "gpt2" / "beam3.json", {"test": _scores(0.95)})
@@ -49,9 +56,20 @@ def test_collect_and_report(tmp_path):
     assert lms[-1]["metrics"]["CIDEr-D"] == 0.3 and "seeds" not in lms[-1]
     dec = json.loads((tmp_path / "inputs" / "decoding_ablation.json").read_text())["rows"]
     assert {r["name"]: r["baseline"] for r in dec} == {"beam3": False, "greedy": True}
-    summary = collect_and_report(params, tmp_path / "report", captioning_dir=str(cap), lms=["gpt2", "t5"])
+    enc = json.loads((tmp_path / "inputs" / "encoder_ablation.json").read_text())["rows"]
+    assert [(r["name"], len(r["seeds"])) for r in enc] == [("default", 2), ("logmel", 1)]  # seeds grouped
+    found = [str(FIXTURES / "findings.json"), str(tmp_path / "not_built.json")]
+    summary = collect_and_report(params, tmp_path / "report", captioning_dir=str(cap), lms=["gpt2", "t5"],
+                                 conclusions=found, conclusions_out=tmp_path / "conclusions.json")
+    assert load_conclusions(tmp_path / "conclusions.json").keys() == {"fixture.gain", "fixture.noise"}
+    assert summary["sections"]["findings"]["status"] == "ok"
     assert summary["sections"]["reference_comparison"]["status"] == "ok"
     report = (tmp_path / "report" / "report.md").read_text()
     assert "†" in report
     lm_table = report.split("## Language-model ablation")[1].split("##")[0]
     assert "| most common training caption | – |" in lm_table
+
+
+def test_merge_refuses_an_id_defined_twice(tmp_path):
+    with pytest.raises(ConclusionsError, match="'fixture.gain' is also defined"):
+        merge_conclusions([FIXTURES / "findings.json", FIXTURES / "findings.json"], tmp_path / "c.json")

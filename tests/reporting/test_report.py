@@ -56,8 +56,12 @@ def test_full_report_from_fixtures(tmp_path):
     assert "evaluated on synthetic, not AudioCaps: not comparable" in lb_md
     assert "| 23.00 | 60.00 | 95.00 | 40.00 |" in lb_md
     assert "**" not in lb_md
+    # Findings: every finding of the conclusions file with its interval and verdict, counted.
+    assert "2 findings: 1 hold, 1 within noise, 0 reversed." in md
+    assert "| the method beats the baseline (cider_d, greater) | +0.300 [+0.300, +0.300] |" in md
+    assert "| 3 vs 3 | **within noise** |" in md
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    assert figures == sorted(["lm_ablation.png", "arch_ablation.png", "decoding_ablation.png",
+    assert figures == sorted(["findings.png", "lm_ablation.png", "arch_ablation.png", "decoding_ablation.png",
                               "encoder_ablation.png", "reference_comparison.png",
                               "lr_search_gpt2_stage_1.png", "lr_search_t5_stage_1.png",
                               "lr_search_encoder_sweep.png", "retrieval_leaderboard.png"])

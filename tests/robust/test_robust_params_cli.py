@@ -10,7 +10,7 @@ import yaml
 from clapcap.cli import main
 from clapcap.config import ConfigError, from_dict
 from clapcap.paraphrase.dataset import ParaphraseParams
-from clapcap.robust.benchmark import should_register
+from clapcap.robust.benchmark import should_register, should_register_on_verdicts
 from clapcap.robust.config import RobustBenchParams, RobustTrainParams
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
@@ -70,3 +70,28 @@ def _paired(view2: tuple[float, float], original: tuple[float, float]) -> dict:
 def test_registration_rule(view2, original, expected):
     decision, reason = should_register(_paired(view2, original), RobustBenchParams())
     assert decision is expected and reason
+
+
+def _finding(fid: str, verdict: str) -> dict:
+    return {"id": fid, "verdict": verdict, "effect": 0.1, "ci": {"low": 0.0, "high": 0.2},
+            "n_seeds": {"a": 3, "b": 1}}
+
+
+@pytest.mark.parametrize("win,guards,expected", [
+    ("holds", ("within noise", "holds"), True),    # an unsettled "no loss" does not block
+    ("holds", ("reversed", "holds"), False),       # a loss that holds over seeds does
+    ("within noise", ("holds", "holds"), False),   # the gain must hold over seeds
+    ("reversed", ("holds", "holds"), False),
+])
+def test_registration_on_seed_verdicts(win, guards, expected):
+    params = RobustBenchParams(register_on="conclusions.json")
+    findings = {params.register_finding: _finding(params.register_finding, win)}
+    findings |= {g: _finding(g, v) for g, v in zip(params.register_guards, guards, strict=True)}
+    decision, reason = should_register_on_verdicts(findings, params)
+    assert decision is expected and params.register_finding in reason
+
+
+def test_registration_names_a_missing_finding():
+    params = RobustBenchParams(register_on="conclusions.json")
+    with pytest.raises(ValueError, match="conclusions.json: no finding.*robust.original"):
+        should_register_on_verdicts({params.register_finding: _finding(params.register_finding, "holds")}, params)

@@ -109,6 +109,34 @@ class EncoderSpec:
 
 
 @dataclass
+class FindingsConfig:
+    """The captioning findings over training seeds (docs/conclusions.md).
+
+    ``decoding``: the decoding configurations (names in ``decoding_ablation``) whose gain
+    over ``baseline_decoding`` is a finding; they are also evaluated on the checkpoints of
+    every noise seed of ``decoding_lm``. ``references``: name -> predictions file of a
+    non-leaky reference captioner scored on the same test split.
+    """
+
+    metric: str = "cider_d"
+    decoding_lm: str = "gpt2"
+    baseline_decoding: str = "greedy"
+    decoding: list[str] = field(default_factory=list)
+    n_resamples: int = 1000
+    confidence: float = 0.95
+    rng_seed: int = 0
+    references: dict[str, str] = field(default_factory=dict)
+    conclusions: str = "results/captioning/conclusions.json"
+    findings_md: str = "results/captioning/findings.md"
+
+    def __post_init__(self) -> None:
+        if self.n_resamples < 100:
+            raise ValueError(f"findings.n_resamples: expected >= 100, found {self.n_resamples}")
+        if not 0.5 < self.confidence < 1:
+            raise ValueError(f"findings.confidence: expected a value in (0.5, 1), found {self.confidence}")
+
+
+@dataclass
 class CaptioningParams:
     """``params.yaml`` section ``captioning``."""
 
@@ -128,6 +156,8 @@ class CaptioningParams:
     arch: ArchGrid = field(default_factory=ArchGrid)
     encoder_lm: str = "gpt2"
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
+    encoder_seeds: list[int] = field(default_factory=lambda: [0])
+    findings: FindingsConfig = field(default_factory=FindingsConfig)
     metrics: list[str] | None = None
     selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])
     registered_model: str = "captioner"
@@ -139,12 +169,26 @@ class CaptioningParams:
     def __post_init__(self) -> None:
         for lm in [*self.lms, self.encoder_lm]:
             self.check_lm(lm)
-        if not self.noise_seeds:
-            raise ValueError("noise_seeds: expected at least one seed")
+        for key in ("noise_seeds", "encoder_seeds"):
+            seeds = getattr(self, key)
+            if not seeds or len(set(seeds)) != len(seeds):
+                raise ValueError(f"{key}: expected at least one seed and no repeats, found {seeds}")
         for name, overrides in self.decoding_ablation.items():  # typed and checked once, here
             cfg = from_dict(DecodingConfig, {**dataclasses.asdict(self.decoding), **overrides},
                             where=f"decoding_ablation.{name}")
             self.decoding_ablation[name] = {k: getattr(cfg, k) for k in overrides}
+        self._check_findings()
+
+    def _check_findings(self) -> None:
+        found = self.findings
+        if not found.decoding:
+            return
+        self.check_lm(found.decoding_lm)
+        for name in [*found.decoding, found.baseline_decoding]:
+            if name not in self.decoding_ablation:
+                raise ValueError(f"findings: decoding config {name!r} is not in decoding_ablation")
+        if found.baseline_decoding in found.decoding:
+            raise ValueError("findings.decoding: the baseline decoding cannot be compared with itself")
 
     def check_lm(self, lm: str) -> None:
         """Raises ValueError when ``lm`` has no model and train config."""

@@ -10,8 +10,8 @@ One library function per step; DVC stages, the CLI and the Prefect flow only cal
 - :func:`noise_floor` aggregates the seeds of one LM (mean and std of every metric);
 - :func:`evaluate_baseline` scores the most-common-training-caption baseline.
 
-Output folder (``out_dir``): ``runs/<name>/`` (training), ``results/<name>.json``,
-``predictions/<name>.json``, ``decoding/<lm>/<config>.json``, ``noise_floor/<lm>.json``,
+Output folder (``out_dir``): ``runs/<name>/`` (training, and the test captions in
+``test_predictions.json``), ``results/<name>.json``, ``decoding/<lm>/<config>.json``, ``noise_floor/<lm>.json``,
 ``baseline_trivial.json``.
 """
 
@@ -74,13 +74,22 @@ def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
 
 
 def encoder_specs(params: CaptioningParams) -> list[RunSpec]:
-    """Stage-1-only runs of ``encoder_lm`` for the default dump and every extra encoder."""
+    """Stage-1-only runs of ``encoder_lm`` for the default dump and every extra encoder, one
+    per ``encoder_seeds`` seed (the encoder findings compare them over seeds)."""
     params.check_lm(params.encoder_lm)
-    seed = params.noise_seeds[0]
     encoders = {"default": EncoderSpec(params.dump, params.embedding_key), **params.encoders}
-    return [RunSpec(f"encoder_{name}_{params.encoder_lm}_s1_seed{seed}", "encoder", params.encoder_lm, seed,
+    return [RunSpec(encoder_run_name(name, params.encoder_lm, seed), "encoder", params.encoder_lm, seed,
                     stages=[1], dump=enc.dump, embedding_key=enc.embedding_key)
-            for name, enc in encoders.items()]
+            for name, enc in encoders.items() for seed in params.encoder_seeds]
+
+
+def encoder_run_name(encoder: str, lm: str, seed: int) -> str:
+    return f"encoder_{encoder}_{lm}_s1_seed{seed}"
+
+
+def test_predictions_path(out_dir: str | Path, run_name: str) -> Path:
+    """Where :func:`execute_run` keeps a run's test captions (inside its DVC-tracked run folder)."""
+    return Path(out_dir) / "runs" / run_name / "test_predictions.json"
 
 
 def all_specs(params: CaptioningParams) -> list[RunSpec]:
@@ -160,7 +169,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
                   "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
                   "val": val, "test": test}
         _log_scores(params, record)
-    write_json(out / "predictions" / f"{spec.name}.json", preds)
+    write_json(test_predictions_path(out, spec.name), preds)
     write_json(path, record)
     return record
 
@@ -176,18 +185,34 @@ def decoding_config(params: CaptioningParams, name: str) -> DecodingConfig:
     return dataclasses.replace(params.decoding, **params.decoding_ablation[name])  # checked at load
 
 
-def evaluate_decoding(params: CaptioningParams, lm: str, name: str) -> dict[str, Any]:
-    """Eval-only decoding ablation on the baseline checkpoint of ``lm`` (trained if needed).
+def decoding_seed_path(params: CaptioningParams, lm: str, name: str, seed: int) -> Path:
+    """The record of decoding config ``name`` on ``lm``'s checkpoint of noise seed ``seed``:
+    ``decoding/<lm>/<name>.json`` for the first noise seed (the decoding ablation), else
+    ``decoding/<lm>/seeds/<name>_seed<seed>.json`` (the decoding findings' other seeds)."""
+    folder = Path(params.out_dir) / "decoding" / lm
+    return folder / f"{name}.json" if seed == params.noise_seeds[0] else folder / "seeds" / f"{name}_seed{seed}.json"
+
+
+def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | None = None) -> dict[str, Any]:
+    """Eval-only decoding config ``name`` on ``lm``'s baseline checkpoint of noise seed ``seed``
+    (the first noise seed by default; trained if needed).
 
     Returns:
-        The record written to ``decoding/<lm>/<name>.json``.
+        The record written to :func:`decoding_seed_path` (captions beside it, ``.predictions.json``).
+
+    Raises:
+        ValueError: on an unknown config, or a seed that is not a noise seed.
     """
-    path = Path(params.out_dir) / "decoding" / lm / f"{name}.json"
+    seed = params.noise_seeds[0] if seed is None else seed
+    if seed not in params.noise_seeds:
+        raise ValueError(f"decoding {name}: seed {seed} is not one of noise_seeds {params.noise_seeds}")
+    path = decoding_seed_path(params, lm, name, seed)
     if path.is_file():
         return read_json(path)
     decoding = decoding_config(params, name)
-    base = execute_run(params, lm_specs(params, lm)[0])
-    with _tracked(params, "captioning-decoding", f"{lm}_{name}", {"decoding": dataclasses.asdict(decoding)}):
+    base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed))
+    run_name = f"{lm}_{name}" if seed == params.noise_seeds[0] else f"{lm}_{name}_seed{seed}"
+    with _tracked(params, "captioning-decoding", run_name, {"decoding": dataclasses.asdict(decoding), "seed": seed}):
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding)
         record = {"lm": lm, "name": name, "decoding": dataclasses.asdict(decoding),
                   "checkpoint": base["checkpoint"], "val": val, "test": test}
@@ -259,7 +284,12 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     lms = [lm] if lm else list(params.lms)
     if kind == "decoding":
         names = [name] if name else list(params.decoding_ablation)
-        return [evaluate_decoding(params, m, n) for m in lms for n in names]
+        records = [evaluate_decoding(params, m, n) for m in lms for n in names]
+        # The decoding findings' configs on the other seeds' checkpoints (docs/conclusions.md).
+        findings = params.findings
+        extra = [(n, s) for n in findings.decoding if n in names for s in params.noise_seeds[1:]]
+        return records + [evaluate_decoding(params, findings.decoding_lm, n, s)
+                          for n, s in extra if findings.decoding_lm in lms]
     if kind == "lm":
         specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
     elif kind == "arch":

@@ -119,6 +119,16 @@ def _register(args: argparse.Namespace) -> int:
     return 0
 
 
+def _findings(args: argparse.Namespace) -> int:
+    from clapcap.captioning.findings import run_findings
+
+    params = _params(args)
+    found = run_findings(params)
+    counts = {v: sum(f["verdict"] == v for f in found) for v in ("holds", "within noise", "reversed")}
+    logger.info("%d findings %s -> %s", len(found), counts, params.findings.conclusions)
+    return 0
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from clapcap.flows.captioning import run_sweep
 
@@ -177,7 +187,9 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     _add_params(p)
     p.add_argument("--lm", default=None)
     for cmd, handler, text in (("baseline", _baseline, "score the most-common-training-caption baseline"),
-                               ("register", _register, "register the best validation config as champion")):
+                               ("register", _register, "register the best validation config as champion"),
+                               ("findings", _findings, "test every stated captioning finding over training "
+                                                       "seeds and test clips (docs/conclusions.md)")):
         _add_params(add_command(group, cmd, handler, text))
     p = add_command(group, "summary", _summary, "summary tables (Markdown, LaTeX) vs baseline and noise floor")
     _add_params(p)

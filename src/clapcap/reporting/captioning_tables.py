@@ -14,6 +14,7 @@ standard deviations.
 from __future__ import annotations
 
 import logging
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +48,21 @@ def _collect(out: Path) -> list[dict[str, Any]]:
         rows.append(_row("lm", f"{floor['lm']} (mean of {len(floor['seeds'])} seeds)", floor["lm"],
                          {m: v["mean"] for m, v in floor["metrics"].items()},
                          std={m: v["std"] for m, v in floor["metrics"].items()}))
+    encoders: dict[tuple[str, str], list[dict[str, float]]] = {}
     for path in sorted(out.glob("results/*.json")):
         rec = read_json(path)
         kind = rec["spec"]["kind"]
-        if kind in ("arch", "encoder"):
+        if kind == "arch":
             overrides = rec["spec"]["model_overrides"]
             label = ", ".join(f"{k}={v}" for k, v in overrides.items()) or rec["spec"]["name"]
-            if kind == "encoder":
-                label = rec["spec"]["name"].removeprefix("encoder_").split(f"_{rec['spec']['lm']}_s1")[0]
             rows.append(_row(kind, label, rec["spec"]["lm"], rec["test"]["corpus"]))
+        elif kind == "encoder":  # one row per encoder: the mean over its training seeds
+            label = rec["spec"]["name"].removeprefix("encoder_").split(f"_{rec['spec']['lm']}_s1")[0]
+            encoders.setdefault((label, rec["spec"]["lm"]), []).append(rec["test"]["corpus"])
+    for (label, lm), runs in encoders.items():
+        metrics = {m: statistics.fmean(r[m] for r in runs) for m in runs[0]}
+        name = label if len(runs) == 1 else f"{label} (mean of {len(runs)} seeds)"
+        rows.append(_row("encoder", name, lm, metrics, encoder=label))
     for path in sorted(out.glob("decoding/*/*.json")):
         if not path.name.endswith(".predictions.json"):
             rec = read_json(path)
@@ -76,7 +83,7 @@ def build_summary(out_dir: str | Path) -> dict[str, Any]:
     primary = next((read_json(p)["test"].get("primary") for p in sorted(out.glob("results/*.json"))), None)
     primary = primary or ("fense" if "fense" in metrics else "cider_d")
     floors = {r["lm"]: r for r in rows if r["group"] == "lm"}
-    default_enc = next((r for r in rows if r["group"] == "encoder" and r["name"] == "default"), None)
+    default_enc = next((r for r in rows if r["group"] == "encoder" and r.get("encoder") == "default"), None)
     for r in rows:
         ref = default_enc if r["group"] == "encoder" else floors.get(r["lm"])
         std = floors.get(r["lm"], {}).get("std", {}).get(primary)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clapcap.reporting.conclusions import merge_conclusions
 from clapcap.reporting.report import build_report
 from clapcap.utils.io import read_json, write_json
 
@@ -89,7 +90,8 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
       most-common-caption baseline (``baseline_trivial.json``) that every LM must beat;
     - ``arch_ablation``: per LM, the seed-0 baseline plus ``<lm>_<variant>_seed0.json``;
     - ``decoding_ablation``: ``decoding/<lm>/<name>.json``, baseline ``baseline_decoding``;
-    - ``encoder_ablation``: ``encoder_<name>_<lm>_s1_seed0.json``, baseline ``default``;
+    - ``encoder_ablation``: ``encoder_<name>_<lm>_s1_seed<k>.json`` (mean over seeds),
+      baseline ``default``;
     - ``pipeline``: seed-0 baselines and the most-common-caption baseline, for the
       reference comparison.
     """
@@ -115,10 +117,13 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
         out["decoding_ablation"].append({"name": path.stem, "group": decoding_lm,
                                          "baseline": path.stem == baseline_decoding,
                                          "metrics": _test_metrics(path)})
-    for path in sorted(res.glob("encoder_*_s1_seed0.json")):
+    by_encoder: dict[str, list[dict[str, float]]] = {}
+    for path in sorted(res.glob(f"encoder_*_{decoding_lm}_s1_seed*.json")):
         name = path.stem[len("encoder_"):].split(f"_{decoding_lm}_s1")[0]
+        by_encoder.setdefault(name, []).append(_test_metrics(path))
+    for name, seeds in by_encoder.items():
         out["encoder_ablation"].append({"name": name, "baseline": name == "default", "group": decoding_lm,
-                                        "metrics": _test_metrics(path)})
+                                        "seeds": seeds})
     trivial = Path(root) / "baseline_trivial.json"
     if trivial.is_file():
         metrics = _caption_metrics(read_json(trivial)["test"]["corpus"])
@@ -168,14 +173,25 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
 
 def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captioning_dir: str | Path = "",
                        lms: Sequence[str] = (), extra_inputs: dict[str, list[str]] | None = None,
+                       conclusions: Sequence[str | Path] = (), conclusions_out: str | Path = "",
                        track: bool = False) -> dict[str, Any]:
     """Collect the pipeline's results, then build the report (the ``report`` DVC stage).
 
     ``extra_inputs`` (``params.yaml`` ``report.inputs``) are added to the collected ones.
+    The studies' ``conclusions`` files that exist are merged into ``conclusions_out``, which
+    the report's findings section shows.
     Returns the :func:`build_report` summary.
-    """
 
+    Raises:
+        ConclusionsError: on a malformed conclusions file or an id defined twice.
+    """
     inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms)
+    present = [p for p in conclusions if Path(p).is_file()]
+    if present and conclusions_out:
+        missing = [str(p) for p in conclusions if not Path(p).is_file()]
+        if missing:
+            logger.warning("conclusions not found (their findings are left out): %s", missing)
+        inputs["findings"] = [str(merge_conclusions(present, conclusions_out))]
     for section, paths in (extra_inputs or {}).items():
         inputs.setdefault(section, []).extend(paths)
     return build_report(inputs, out_dir, track=track)

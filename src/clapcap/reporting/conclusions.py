@@ -22,6 +22,7 @@ listed but not a flip.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,9 @@ from clapcap.evaluation.seed_bootstrap import (
     compare_over_seeds,
     verdict,
 )
-from clapcap.utils.io import write_json
+from clapcap.utils.io import atomic_path, write_json
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 METHOD = ("two-level bootstrap over training seeds and test items (clapcap.evaluation."
@@ -97,6 +100,33 @@ def write_conclusions(findings: list[dict], path: str | Path) -> Path:
     return write_json(path, {"version": FORMAT_VERSION, "findings": ordered})
 
 
+def findings_markdown(findings: list[dict]) -> str:
+    """A Markdown table of findings: statement, effect with its interval, per-seed effects,
+    seed counts and the verdict."""
+    lines = ["| finding | effect [95% CI] | per seed | seeds | verdict |", "|---|---|---|---|---|"]
+    for f in findings:
+        per_seed = ", ".join(f"{v:+.3f}" for v in f["per_seed_effects"].values())
+        lines.append(f"| {f['statement']} ({f['metric']}, {f['claim']}"
+                     f"{', margin ' + format(f['margin'], 'g') if f['margin'] else ''}) | "
+                     f"{f['effect']:+.3f} [{f['ci']['low']:+.3f}, {f['ci']['high']:+.3f}] | {per_seed} | "
+                     f"{f['n_seeds']['a']} vs {f['n_seeds']['b']} | **{f['verdict']}** |")
+    return "\n".join(lines) + "\n"
+
+
+def publish_findings(findings: list[dict], conclusions: str | Path, markdown: str | Path) -> None:
+    """Write a study's findings as a conclusions file and a Markdown table, and log each verdict.
+
+    Raises:
+        ConclusionsError: on duplicate ids or a malformed entry.
+    """
+    write_conclusions(findings, conclusions)
+    with atomic_path(markdown) as tmp:
+        tmp.write_text(findings_markdown(findings))
+    for f in findings:
+        logger.info("%s: %+.4f [%+.4f, %+.4f] -> %s", f["id"], f["effect"], f["ci"]["low"], f["ci"]["high"],
+                    f["verdict"])
+
+
 def _check_findings(findings: Any, origin: str) -> None:
     if not isinstance(findings, list):
         raise ConclusionsError(f"{origin}: findings: expected a list, found {type(findings).__name__}")
@@ -139,6 +169,22 @@ def load_conclusions(path: str | Path) -> dict[str, dict]:
                                f"found {found!r}")
     _check_findings(data.get("findings"), str(path))
     return {f["id"]: f for f in data["findings"]}
+
+
+def merge_conclusions(paths: list[str | Path], out: str | Path) -> Path:
+    """Write one conclusions file holding every finding of ``paths`` (the report stage's
+    ``reports/conclusions.json``, gathered from each study's own file).
+
+    Raises:
+        ConclusionsError: on a bad input file, or an id that two files both define.
+    """
+    merged: dict[str, dict] = {}
+    for path in paths:
+        for fid, finding in load_conclusions(path).items():
+            if fid in merged:
+                raise ConclusionsError(f"{path}: finding id {fid!r} is also defined by another input")
+            merged[fid] = finding
+    return write_conclusions(list(merged.values()), out)
 
 
 class _NonStrict(ValueError):

@@ -55,6 +55,31 @@ def delta_chart(names: Sequence[str], deltas: Sequence[float], floors: Sequence[
     return fig
 
 
+_VERDICT_COLOURS = {"holds": "#55a868", "within noise": "#8c8c8c", "reversed": "#c44e52"}
+
+
+def findings_plot(findings: Sequence[Mapping[str, Any]], title: str) -> Figure:
+    """Each finding's effect with its interval over seeds and items, coloured by verdict.
+
+    Effects are on their metric's own scale (one row per finding, the id on the y axis); the
+    dashed line is 0, so a "greater" claim holds where the whole bar sits right of it.
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(findings) + 1.4))
+    for i, f in enumerate(findings):
+        colour = _VERDICT_COLOURS.get(f["verdict"], "#4c72b0")
+        ax.plot([f["ci"]["low"], f["ci"]["high"]], [i, i], color=colour, linewidth=2.2)
+        ax.plot([f["effect"]], [i], "o", color=colour, markersize=4)
+    ax.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yticks(range(len(findings)), [f["id"] for f in findings], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("effect (A - B) with its 95% interval over seeds and test items")
+    handles = [plt.Line2D([], [], color=c, linewidth=2.2, label=v) for v, c in _VERDICT_COLOURS.items()]
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def _search_axis(trials: Sequence[Mapping[str, Any]], param: str | None) -> str:
     if param:
         return param

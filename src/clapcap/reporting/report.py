@@ -3,6 +3,8 @@
 Sections (keys of ``inputs``; each value is a path or a list of paths, see
 :mod:`clapcap.reporting.inputs` for the schemas):
 
+- ``findings``: conclusions files (:mod:`clapcap.reporting.conclusions`): every stated
+  finding with its interval over training seeds and test items, and its verdict;
 - ``lm_ablation``: per-LM rows (``seeds`` or ``metrics`` + ``std``); std = noise floor;
 - ``arch_ablation``, ``decoding_ablation``: variants with ``group`` and one ``baseline``
   per group; deltas are compared with the group's noise floor from ``lm_ablation``;
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.reporting import figures as figs
+from clapcap.reporting.conclusions import findings_markdown, load_conclusions
 from clapcap.reporting.inputs import load_lr_search, load_table_input
 from clapcap.reporting.leaderboard import load_leaderboard, our_row, place_in_leaderboard
 from clapcap.reporting.tables import (
@@ -42,6 +45,7 @@ from clapcap.utils.io import atomic_path, write_json
 logger = logging.getLogger(__name__)
 
 SECTIONS: dict[str, str] = {
+    "findings": "Findings over training seeds",
     "lm_ablation": "Language-model ablation with noise floors",
     "arch_ablation": "Architecture ablation",
     "decoding_ablation": "Decoding ablation",
@@ -180,11 +184,24 @@ def _retrieval_section(data: dict[str, Any], ctx: dict[str, Any]) -> Section:
                    figures={"retrieval_leaderboard": figs.leaderboard_plot(board)})
 
 
+def _findings_section(findings: list[dict[str, Any]], _ctx: dict[str, Any]) -> Section:
+    counts = {v: sum(f["verdict"] == v for f in findings) for v in ("holds", "within noise", "reversed")}
+    note = (f"{len(findings)} findings: {counts['holds']} hold, {counts['within noise']} within noise, "
+            f"{counts['reversed']} reversed. Interval: two-level bootstrap over training seeds and test "
+            "items; `holds` also needs every seed's effect on the claimed side (docs/conclusions.md).\n\n")
+    return Section(text=note + findings_markdown(findings),
+                   figures={"findings": figs.findings_plot(findings, SECTIONS["findings"])})
+
+
 def _load(key: str, paths: Sequence[str | Path]) -> Any:
+    if key == "findings":
+        return [f for p in paths for f in load_conclusions(p).values()]
     return load_lr_search(paths) if key == "lr_search" else load_table_input(paths)
 
 
 def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
+    if key == "findings":
+        return _findings_section(data, ctx)
     if key == "lm_ablation":
         return _lm_section(data, ctx)
     if key in ("arch_ablation", "decoding_ablation", "encoder_ablation"):

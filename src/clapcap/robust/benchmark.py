@@ -32,6 +32,7 @@ from clapcap.data.dump import EmbeddingDump, normalize, save_dump
 from clapcap.data.prepare import load_dataset
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.factory import create_encoder
+from clapcap.reporting.conclusions import load_conclusions
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.retrieval.ranking import average_precision_min_norm
@@ -183,6 +184,43 @@ def should_register(paired: dict[str, Any], params: RobustBenchParams) -> tuple[
                   f"(p={win['p_value']:.3g}); original {orig['difference']:+.4f} (p={orig['p_value']:.3g})")
 
 
+def _verdict_text(f: dict[str, Any]) -> str:
+    return (f"{f['id']} {f['verdict']} over {f['n_seeds']['a']} seeds ({f['effect']:+.4f} "
+            f"[{f['ci']['low']:+.4f}, {f['ci']['high']:+.4f}])")
+
+
+def should_register_on_verdicts(findings: dict[str, dict[str, Any]], params: RobustBenchParams) -> tuple[bool, str]:
+    """The registration decision on the seed study's verdicts: ``register_finding`` holds and
+    no ``register_guards`` finding is reversed (docs/conclusions.md).
+
+    Returns:
+        ``(decision, reason)``.
+
+    Raises:
+        ValueError: when a named finding is not in the conclusions file.
+    """
+    wanted = [params.register_finding, *params.register_guards]
+    missing = [fid for fid in wanted if fid not in findings]
+    if missing:
+        raise ValueError(f"{params.register_on}: no finding {missing}; have {sorted(findings)}")
+    win = findings[params.register_finding]
+    if win["verdict"] != "holds":
+        return False, f"{_verdict_text(win)}: the gain does not hold over seeds"
+    broken = [findings[g] for g in params.register_guards if findings[g]["verdict"] == "reversed"]
+    if broken:
+        return False, f"{_verdict_text(win)}, but " + "; ".join(_verdict_text(f) for f in broken) + " (reversed)"
+    guards = "; ".join(_verdict_text(findings[g]) for g in params.register_guards)
+    return True, f"{_verdict_text(win)}; {guards}"
+
+
+def _decide(paired: dict[str, Any], params: RobustBenchParams) -> dict[str, Any]:
+    if params.register_on:
+        decision, reason = should_register_on_verdicts(load_conclusions(params.register_on), params)
+        return {"decision": decision, "reason": reason, "basis": f"verdicts over fine-tune seeds ({params.register_on})"}
+    decision, reason = should_register(paired, params)
+    return {"decision": decision, "reason": reason, "basis": "paired bootstrap of this fine-tune"}
+
+
 def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
     """Benchmark every model of ``params.models``; write JSON, Markdown and LaTeX tables.
 
@@ -216,11 +254,11 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
                                                 n_resamples=params.n_resamples, seed=params.seed,
                                                 confidence=params.confidence)
                         for bench in [*params.benchmarks, ZS]}
-    decision, reason = should_register(result["paired"], params)
-    result["register"] = {"decision": decision, "reason": reason}
+    result["register"] = _decide(result["paired"], params)
     write_json(Path(params.out_dir) / "benchmark.json", result)
     write_tables(result, params, Path(params.out_dir))
-    logger.info("%s vs %s: %s", params.candidate, params.base, reason)
+    logger.info("%s vs %s: register=%s (%s)", params.candidate, params.base, result["register"]["decision"],
+                result["register"]["reason"])
     return result
 
 

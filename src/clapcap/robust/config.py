@@ -73,9 +73,13 @@ class RobustBenchParams:
             ``candidate`` the fine-tuned model tested (and registered) against it.
         benchmarks: display name -> manifest column (``captions`` = original).
         label_prompt: zero-shot prompt; ``{label}`` is replaced by each class name.
-        register_metric / register_benchmark: the model is registered when it beats the
-            base on this metric of this benchmark (p < ``alpha``) and is not significantly
-            worse on the original captions.
+        register_metric / register_benchmark: without ``register_on``, the model is
+            registered when it beats the base on this metric of this benchmark (p < ``alpha``,
+            paired bootstrap of this one fine-tune) and is not significantly worse on the
+            original captions.
+        register_on: the seed study's conclusions file (``robust_seeds``). When set, the
+            decision is the findings' verdicts over fine-tune seeds instead:
+            ``register_finding`` must hold and no ``register_guards`` finding may be reversed.
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"
@@ -98,6 +102,10 @@ class RobustBenchParams:
     out_dir: str = "results/robust"
     register_metric: str = "t2a/r@10"
     register_benchmark: str = "view2"
+    register_on: str = ""
+    register_finding: str = "robust.view2.t2a_r10.vs_base"
+    register_guards: list[str] = field(default_factory=lambda: ["robust.original.t2a_r10.vs_base",
+                                                                "robust.original.a2t_r10.vs_base"])
     registered_model: str = "clapcap-robust-clap"
     alias: str = "champion"
     track: bool = True

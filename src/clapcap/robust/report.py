@@ -114,7 +114,8 @@ def write_tables(result: dict[str, Any], params: RobustBenchParams, out_dir: Pat
               drop_table(result, params), paired_table(result, params), zero_shot_table(result, params)]
     md, tex = out_dir / "benchmark.md", out_dir / "benchmark.tex"
     decision = result["register"]
-    note = f"\nRegistration: {'yes' if decision['decision'] else 'no'} ({decision['reason']}).\n"
+    basis = f", on the {decision['basis']}" if decision.get("basis") else ""
+    note = f"\nRegistration: {'yes' if decision['decision'] else 'no'}{basis} ({decision['reason']}).\n"
     with atomic_path(md) as tmp:
         tmp.write_text(to_markdown(tables) + note)
     with atomic_path(tex) as tmp:

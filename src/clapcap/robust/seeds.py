@@ -27,11 +27,14 @@ import numpy as np
 
 from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, write_conclusions
+from clapcap.reporting.conclusions import (
+    FindingSpec,
+    evaluate_finding,
+    publish_findings,
+)
 from clapcap.robust.benchmark import ZS, ZS_MAP, evaluate_model, load_waves, sample_rate_of
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.train import train_robust_clap
-from clapcap.utils.io import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -69,17 +72,6 @@ def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
 def _scores(pqs: dict[int, dict[str, Any]], bench: str, direction: str, metric: str) -> SeedScores:
     seeds = sorted(pqs)
     return SeedScores(np.stack([pqs[s][bench][direction][metric] for s in seeds]), tuple(seeds))
-
-
-def _markdown(findings: list[dict]) -> str:
-    lines = ["| finding | effect [95% CI] | per seed | seeds | verdict |", "|---|---|---|---|---|"]
-    for f in findings:
-        per_seed = ", ".join(f"{v:+.3f}" for v in f["per_seed_effects"].values())
-        lines.append(f"| {f['statement']} ({f['metric']}, {f['claim']}"
-                     f"{', margin ' + format(f['margin'], 'g') if f['margin'] else ''}) | "
-                     f"{f['effect']:+.3f} [{f['ci']['low']:+.3f}, {f['ci']['high']:+.3f}] | {per_seed} | "
-                     f"{f['n_seeds']['a']} vs {f['n_seeds']['b']} | **{f['verdict']}** |")
-    return "\n".join(lines) + "\n"
 
 
 def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: RobustBenchParams,
@@ -122,10 +114,5 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
             other = _scores(pqs["control"], b, direction, metric)
         findings.append(evaluate_finding(spec, a, other, paired_seeds=against == "control",
                                          n_resamples=study.n_resamples, confidence=study.confidence))
-    write_conclusions(findings, study.conclusions)
-    with atomic_path(study.findings_md) as tmp:
-        tmp.write_text(_markdown(findings))
-    for f in findings:
-        logger.info("%s: %+.4f [%+.4f, %+.4f] -> %s", f["id"], f["effect"], f["ci"]["low"], f["ci"]["high"],
-                    f["verdict"])
+    publish_findings(findings, study.conclusions, study.findings_md)
     return findings

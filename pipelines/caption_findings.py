@@ -1,0 +1,19 @@
+"""DVC stage `caption_findings`: every stated captioning comparison tested over training seeds
+and test clips (params.yaml `captioning.findings`), written to results/captioning/conclusions.json
+and results/captioning/findings.md."""
+
+import sys
+
+from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.findings import run_findings
+from clapcap.config import load_section
+from clapcap.entry import run_entry
+
+
+def main() -> int:
+    run_findings(load_section(CaptioningParams, "captioning"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_entry(main))
