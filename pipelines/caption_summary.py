@@ -17,7 +17,8 @@ def _out_dir() -> str:
 
 
 def main() -> int:
-    write_summary(load_section(CaptioningParams, "captioning").out_dir, _out_dir())
+    params = load_section(CaptioningParams, "captioning")
+    write_summary(params.out_dir, _out_dir(), decoding_seed=params.noise_seeds[0])
     return 0
 
 

@@ -92,7 +92,10 @@ def test_records_have_history_scores_and_encoder_stage1_only(study):
     assert [set(r["history"]) for r in enc] == [{"1"}, {"1"}]
     assert enc[1]["model"]["in_dim"] == 8  # derived from the frame-level dump (mean-pooled)
     assert dec[1]["decoding"]["num_beams"] == 3 and dec[1]["checkpoint"] == dec[0]["checkpoint"]
-    preds = pd.read_json(f"{params.out_dir}/decoding/gpt2/beam3_trim.predictions.json", typ="series")
+    # The findings' decoding config also ran on the second noise seed's checkpoint.
+    assert [(r["name"], r["seed"]) for r in dec] == [("greedy", 0), ("beam3_trim", 0), ("beam3_trim", 1)]
+    assert dec[2]["checkpoint"] != dec[1]["checkpoint"]
+    preds = pd.read_json(f"{params.out_dir}/decoding/gpt2/seed0/beam3_trim.predictions.json", typ="series")
     assert all(len(c.split()) <= 4 for c in preds)
     assert base["caption"] and set(base["test"]["corpus"]) == {"cider_d", "meteor"}
 
@@ -227,7 +230,7 @@ def test_findings_cover_every_stated_comparison(study, tmp_path):
     # Decoding is run on every noise seed's checkpoint and compared seed by seed.
     dec = found["captioning.decoding.gpt2.beam3_trim"]
     assert dec["paired_seeds"] and dec["n_seeds"] == {"a": 2, "b": 2}
-    assert (out / "decoding" / "gpt2" / "seeds" / "beam3_trim_seed1.json").is_file()
+    assert (out / "decoding" / "gpt2" / "seed1" / "beam3_trim.json").is_file()
     for f in found.values():
         assert f["ci"]["low"] <= f["effect"] <= f["ci"]["high"] or f["verdict"] != "holds"
 

@@ -32,9 +32,9 @@ def test_collect_and_report(tmp_path):
     _write(cap / "results" / "encoder_default_gpt2_s1_seed0.json", {"test": _scores(0.8)})
     _write(cap / "results" / "encoder_default_gpt2_s1_seed1.json", {"test": _scores(0.9)})
     _write(cap / "results" / "encoder_logmel_gpt2_s1_seed0.json", {"test": _scores(0.6)})
-    _write(cap / "decoding" / "gpt2" / "greedy.json", {"test": _scores(0.9)})
-    _write(cap / "decoding" / "gpt2" / "beam3.json", {"test": _scores(0.95)})
-    _write(cap / "decoding" / "gpt2" / "beam3.predictions.json", {"c1": "x"})
+    _write(cap / "decoding" / "gpt2" / "seed0" / "greedy.json", {"test": _scores(0.9)})
+    _write(cap / "decoding" / "gpt2" / "seed0" / "beam3.json", {"test": _scores(0.95)})
+    _write(cap / "decoding" / "gpt2" / "seed0" / "beam3.predictions.json", {"c1": "x"})
     _write(cap / "baseline_trivial.json", {"test": _scores(0.3)})
     retrieval = _write(tmp_path / "r.json", {"t2a": {"r@1": 0.1, "r@5": 0.3, "r@10": 0.5, "map@10": 0.2}})
     leak = _write(tmp_path / "leak.json", {"name": "leak", **_scores(2.0), "leakage": {"verdict": "leaky"},

@@ -11,7 +11,7 @@ One library function per step; DVC stages, the CLI and the Prefect flow only cal
 - :func:`evaluate_baseline` scores the most-common-training-caption baseline.
 
 Output folder (``out_dir``): ``runs/<name>/`` (training, and the test captions in
-``test_predictions.json``), ``results/<name>.json``, ``decoding/<lm>/<config>.json``, ``noise_floor/<lm>.json``,
+``test_predictions.json``), ``results/<name>.json``, ``decoding/<lm>/seed<k>/<config>.json``, ``noise_floor/<lm>.json``,
 ``baseline_trivial.json``.
 """
 
@@ -186,11 +186,11 @@ def decoding_config(params: CaptioningParams, name: str) -> DecodingConfig:
 
 
 def decoding_seed_path(params: CaptioningParams, lm: str, name: str, seed: int) -> Path:
-    """The record of decoding config ``name`` on ``lm``'s checkpoint of noise seed ``seed``:
-    ``decoding/<lm>/<name>.json`` for the first noise seed (the decoding ablation), else
-    ``decoding/<lm>/seeds/<name>_seed<seed>.json`` (the decoding findings' other seeds)."""
-    folder = Path(params.out_dir) / "decoding" / lm
-    return folder / f"{name}.json" if seed == params.noise_seeds[0] else folder / "seeds" / f"{name}_seed{seed}.json"
+    """The record of decoding config ``name`` on the checkpoint of ``lm``'s noise seed ``seed``:
+    ``decoding/<lm>/seed<seed>/<name>.json`` (its test captions beside it, ``.predictions.json``).
+    The first noise seed holds the whole decoding ablation; the other seeds hold the configs
+    of ``findings.decoding``, so that the decoding findings are compared seed by seed."""
+    return Path(params.out_dir) / "decoding" / lm / f"seed{seed}" / f"{name}.json"
 
 
 def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | None = None) -> dict[str, Any]:
@@ -211,10 +211,10 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
         return read_json(path)
     decoding = decoding_config(params, name)
     base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed))
-    run_name = f"{lm}_{name}" if seed == params.noise_seeds[0] else f"{lm}_{name}_seed{seed}"
+    run_name = f"{lm}_{name}_seed{seed}"
     with _tracked(params, "captioning-decoding", run_name, {"decoding": dataclasses.asdict(decoding), "seed": seed}):
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding)
-        record = {"lm": lm, "name": name, "decoding": dataclasses.asdict(decoding),
+        record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
                   "checkpoint": base["checkpoint"], "val": val, "test": test}
         _log_scores(params, record)
     write_json(path.with_suffix(".predictions.json"), preds)
@@ -267,13 +267,32 @@ def run_lr_search(params: CaptioningParams, lm: str) -> dict[str, Any]:
                                  lm_cache_dir=Path(params.out_dir) / "lm_warmup")
 
 
+def _decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
+                   seed: int | None) -> list[tuple[str, str, int]]:
+    """(lm, config, seed) to evaluate: every config on the first noise seed's checkpoint, and
+    the configs of ``findings.decoding`` on the other seeds' checkpoints of ``findings.decoding_lm``."""
+    if seed is not None and seed not in params.noise_seeds:
+        raise ValueError(f"decoding: seed {seed} is not one of noise_seeds {params.noise_seeds}")
+    seeds = [seed] if seed is not None else list(params.noise_seeds)
+    wanted = [name] if name else list(params.decoding_ablation)
+    jobs = []
+    for s in seeds:
+        for m in lms:
+            if s == params.noise_seeds[0]:
+                jobs += [(m, n, s) for n in wanted]
+            elif m == params.findings.decoding_lm:
+                jobs += [(m, n, s) for n in wanted if n in params.findings.decoding]
+    return jobs
+
+
 def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, name: str | None = None,
                  seed: int | None = None) -> list[dict[str, Any]]:
     """Run the configurations of one ablation, optionally narrowed to one.
 
     ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
-    ``encoder`` (``name`` = encoder, ``default`` for ``dump``), ``decoding`` (``name`` =
-    decoding config). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
+    ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows),
+    ``decoding`` (``name`` = decoding config; ``seed`` = the checkpoint's noise seed, see
+    :func:`_decoding_jobs`). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
 
     Returns:
         The records of the runs.
@@ -283,20 +302,15 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     """
     lms = [lm] if lm else list(params.lms)
     if kind == "decoding":
-        names = [name] if name else list(params.decoding_ablation)
-        records = [evaluate_decoding(params, m, n) for m in lms for n in names]
-        # The decoding findings' configs on the other seeds' checkpoints (docs/conclusions.md).
-        findings = params.findings
-        extra = [(n, s) for n in findings.decoding if n in names for s in params.noise_seeds[1:]]
-        return records + [evaluate_decoding(params, findings.decoding_lm, n, s)
-                          for n, s in extra if findings.decoding_lm in lms]
+        return [evaluate_decoding(params, m, n, s) for m, n, s in _decoding_jobs(params, lms, name, seed)]
     if kind == "lm":
         specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
     elif kind == "arch":
         specs = [s for m in lms for s in arch_specs(params, m)
                  if name is None or s.name == f"{m}_{name}_seed{s.seed}"]
     elif kind == "encoder":
-        specs = [s for s in encoder_specs(params) if name is None or s.name.startswith(f"encoder_{name}_")]
+        specs = [s for s in encoder_specs(params) if (name is None or s.name.startswith(f"encoder_{name}_"))
+                 and (seed is None or s.seed == seed)]
     else:
         raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder or decoding")
     if not specs:

@@ -105,7 +105,8 @@ def _baseline(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     from clapcap.reporting.captioning_tables import write_summary
 
-    paths = write_summary(_params(args).out_dir, args.report_dir)
+    params = _params(args)
+    paths = write_summary(params.out_dir, args.report_dir, decoding_seed=params.noise_seeds[0])
     logger.info("summary written: %s", ", ".join(str(p) for p in paths.values()))
     return 0
 

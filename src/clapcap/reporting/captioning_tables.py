@@ -39,7 +39,7 @@ def _row(group: str, name: str, lm: str, metrics: dict[str, float], **extra: Any
     return {"group": group, "name": name, "lm": lm, "metrics": metrics, **extra}
 
 
-def _collect(out: Path) -> list[dict[str, Any]]:
+def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if (out / "baseline_trivial.json").is_file():
         rows.append(_row("baseline", "most common train caption", "-", read_json(out / "baseline_trivial.json")["test"]["corpus"]))
@@ -63,22 +63,23 @@ def _collect(out: Path) -> list[dict[str, Any]]:
         metrics = {m: statistics.fmean(r[m] for r in runs) for m in runs[0]}
         name = label if len(runs) == 1 else f"{label} (mean of {len(runs)} seeds)"
         rows.append(_row("encoder", name, lm, metrics, encoder=label))
-    for path in sorted(out.glob("decoding/*/*.json")):
+    for path in sorted(out.glob(f"decoding/*/seed{decoding_seed}/*.json")):
         if not path.name.endswith(".predictions.json"):
             rec = read_json(path)
             rows.append(_row("decoding", rec["name"], rec["lm"], rec["test"]["corpus"]))
     return rows
 
 
-def build_summary(out_dir: str | Path) -> dict[str, Any]:
-    """Collect rows and compare each to its baseline.
+def build_summary(out_dir: str | Path, decoding_seed: int = 0) -> dict[str, Any]:
+    """Collect rows and compare each to its baseline (decoding rows: the configs evaluated on
+    the checkpoint of noise seed ``decoding_seed``, ``decoding/<lm>/seed<k>/``).
 
     Returns:
         ``{"primary", "metrics", "rows": [{"group", "name", "lm", "metrics", "delta",
         "noise_std", "within_noise"}]}``.
     """
     out = Path(out_dir)
-    rows = _collect(out)
+    rows = _collect(out, decoding_seed)
     metrics = sorted({m for r in rows for m in r["metrics"]})
     primary = next((read_json(p)["test"].get("primary") for p in sorted(out.glob("results/*.json"))), None)
     primary = primary or ("fense" if "fense" in metrics else "cider_d")
@@ -180,13 +181,14 @@ def to_latex(summary: dict[str, Any]) -> str:
     return latex_table([_tex(h) for h in head], [[_tex(c) for c in row] for row in rows], spec) + "\n"
 
 
-def write_summary(out_dir: str | Path, report_dir: str | Path | None = None) -> dict[str, Path]:
+def write_summary(out_dir: str | Path, report_dir: str | Path | None = None, *,
+                  decoding_seed: int = 0) -> dict[str, Path]:
     """Write ``summary.md``, ``summary.tex`` and ``summary.json`` into ``report_dir`` (default ``out_dir``).
 
     Returns:
         The written paths by format.
     """
-    summary = build_summary(out_dir)
+    summary = build_summary(out_dir, decoding_seed)
     dest = Path(report_dir or out_dir)
     dest.mkdir(parents=True, exist_ok=True)
     for name, text in (("summary.md", to_markdown(summary)), ("summary.tex", to_latex(summary))):

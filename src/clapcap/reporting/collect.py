@@ -83,13 +83,14 @@ def _test_metrics(path: Path) -> dict[str, float]:
 
 
 def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
-                        baseline_decoding: str) -> dict[str, list[dict[str, Any]]]:
+                        baseline_decoding: str, decoding_seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     """Report rows per captioning section from the study's result files (test split).
 
     - ``lm_ablation``: one row per LM with its seeds (``<lm>_seed<k>.json``), then the
       most-common-caption baseline (``baseline_trivial.json``) that every LM must beat;
     - ``arch_ablation``: per LM, the seed-0 baseline plus ``<lm>_<variant>_seed0.json``;
-    - ``decoding_ablation``: ``decoding/<lm>/<name>.json``, baseline ``baseline_decoding``;
+    - ``decoding_ablation``: ``decoding/<lm>/seed<decoding_seed>/<name>.json`` (the checkpoint
+      of the first noise seed), baseline ``baseline_decoding``;
     - ``encoder_ablation``: ``encoder_<name>_<lm>_s1_seed<k>.json`` (mean over seeds),
       baseline ``default``;
     - ``pipeline``: seed-0 baselines and the most-common-caption baseline, for the
@@ -111,7 +112,7 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
         for path in sorted(res.glob(f"{lm}_*_seed0.json")):
             variant = path.stem[len(lm) + 1:-len("_seed0")]
             out["arch_ablation"].append({"name": f"{lm} {variant}", "group": lm, "metrics": _test_metrics(path)})
-    for path in sorted((Path(root) / "decoding" / decoding_lm).glob("*.json")):
+    for path in sorted((Path(root) / "decoding" / decoding_lm / f"seed{decoding_seed}").glob("*.json")):
         if path.name.endswith(".predictions.json"):
             continue
         out["decoding_ablation"].append({"name": path.stem, "group": decoding_lm,
@@ -136,7 +137,7 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
 
 
 def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
-                   lms: Sequence[str] = ()) -> dict[str, list[str]]:
+                   lms: Sequence[str] = (), decoding_seed: int = 0) -> dict[str, list[str]]:
     """Write report inputs under ``params.out_dir``; return ``{section: [paths]}``.
 
     ``captioning_dir`` and ``lms`` come from the ``captioning`` section (its ``out_dir`` and
@@ -147,7 +148,8 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
     retrieval = retrieval_rows(params.retrieval_metrics, params.retrieval_dataset)
     if retrieval:
         inputs["retrieval"] = [str(write_json(out / "retrieval.json", {"rows": retrieval}))]
-    caps = (captioning_sections(captioning_dir, list(lms), params.decoding_lm, params.baseline_decoding)
+    caps = (captioning_sections(captioning_dir, list(lms), params.decoding_lm, params.baseline_decoding,
+                                decoding_seed)
             if captioning_dir else {})
     for section in ("lm_ablation", "arch_ablation", "decoding_ablation", "encoder_ablation"):
         if caps.get(section):
@@ -172,8 +174,8 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
 
 
 def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captioning_dir: str | Path = "",
-                       lms: Sequence[str] = (), extra_inputs: dict[str, list[str]] | None = None,
-                       conclusions: Sequence[str | Path] = (), conclusions_out: str | Path = "",
+                       lms: Sequence[str] = (), decoding_seed: int = 0,
+                       extra_inputs: dict[str, list[str]] | None = None, conclusions: Sequence[str | Path] = (), conclusions_out: str | Path = "",
                        track: bool = False) -> dict[str, Any]:
     """Collect the pipeline's results, then build the report (the ``report`` DVC stage).
 
@@ -185,7 +187,7 @@ def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captionin
     Raises:
         ConclusionsError: on a malformed conclusions file or an id defined twice.
     """
-    inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms)
+    inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms, decoding_seed=decoding_seed)
     present = [p for p in conclusions if Path(p).is_file()]
     if present and conclusions_out:
         missing = [str(p) for p in conclusions if not Path(p).is_file()]
