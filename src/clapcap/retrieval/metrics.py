@@ -310,8 +310,11 @@ def retrieval_metrics(sim: np.ndarray, caption_clip_index: np.ndarray, *,
 
 def evaluate_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
                   laion_compatible: bool = False, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
-                  origin: str = "<dump>") -> dict:
+                  origin: str = "<dump>", screen: bool = True, device: str | None = None) -> dict:
     """Corpus metrics of an embedding dump (the ``evaluate`` output JSON).
+
+    ``screen`` and ``device`` as in :func:`per_query_dump` (they change the speed, not the
+    numbers).
 
     Returns:
         ``{"t2a": {...}, "a2t": {...}, "n_clips", "n_captions", "multi_positive"}``.
@@ -320,7 +323,8 @@ def evaluate_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
         DumpError: on an invalid dump, naming ``origin``.
     """
     pq = per_query_dump(dump, ks=ks, laion_compatible=laion_compatible,
-                        max_block_bytes=max_block_bytes, origin=origin)
+                        max_block_bytes=max_block_bytes, origin=origin, screen=screen,
+                        device=device)
     return _summary(pq, np.asarray(dump.caption_clip_index, dtype=np.int64), dump.n_clips)
 
 

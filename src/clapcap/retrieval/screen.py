@@ -100,6 +100,14 @@ class _Screen:
         self.score = exact_scores(text, audio, np.arange(idx.size), idx)  # (n_captions,)
         self.lo, self.hi = _edges(self.score, screen_tolerance(text.shape[1]))
         self.budget = max_near_ties
+        self._mask = np.empty(0, dtype=bool)
+
+    def mask(self, shape: tuple[int, int]) -> np.ndarray:
+        """A reused bool buffer of ``shape`` (fresh large arrays cost page faults every block)."""
+        size = shape[0] * shape[1]
+        if self._mask.size < size:
+            self._mask = np.empty(size, dtype=bool)
+        return self._mask[:size].reshape(shape)
 
     def spend(self, n: int) -> None:
         self.budget -= n
@@ -110,7 +118,7 @@ class _Screen:
         """t2a: #clips scoring >= caption (a + r)'s positive, for each row r of ``block``."""
         b = a + block.shape[0]
         lo, hi = self.lo[a:b, None], self.hi[a:b, None]
-        mask = np.greater_equal(block, lo)
+        mask = np.greater_equal(block, lo, out=self.mask(block.shape))
         n_lo = np.add.reduce(mask.view(np.uint8), axis=1, dtype=np.int64)
         n_hi = np.add.reduce(np.greater(block, hi, out=mask).view(np.uint8), axis=1, dtype=np.int64)
         extra = n_lo - n_hi - 1  # the positive itself always lies in its band
@@ -134,7 +142,7 @@ class _Screen:
         sub = block if slot.dense else np.take(block, slot.cols, axis=1)  # (R, m)
         lo, hi = self.lo[slot.caps], self.hi[slot.caps]
         acc = np.uint16 if block.shape[0] < 2**16 else np.int64
-        mask = np.greater_equal(sub, lo)
+        mask = np.greater_equal(sub, lo, out=self.mask(sub.shape))
         n_lo = np.add.reduce(mask.view(np.uint8), axis=0, dtype=acc).astype(np.int64)
         n_hi = np.add.reduce(np.greater(sub, hi, out=mask).view(np.uint8), axis=0,
                              dtype=acc).astype(np.int64)
