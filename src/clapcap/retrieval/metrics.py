@@ -28,8 +28,13 @@ taken in caption order (not sorted), those <= 10 are kept, and sum_j j / rank_j 
 divided by |P| (LAION hard-codes 5, Clotho's caption count). A clip can score above 1.
 
 Memory is bounded: similarities are computed or sliced in blocks of at most
-``max_block_bytes``; peak memory is the float64 embeddings plus one block (about
-665 MiB for 10k clips x 50k captions x 512-d with the default 256 MiB block).
+``max_block_bytes``; peak memory is the embeddings plus one block (about 750 MiB for 10k
+clips x 50k captions x 512-d with the default 256 MiB block).
+
+Speed: :func:`per_query_dump` screens scores with one float32 matrix product and recomputes
+only near-ties in float64 (:mod:`clapcap.retrieval.screen`), with the numbers of the float64
+path (``screen=False``); ``device`` runs the float64 path through torch
+(:mod:`clapcap.retrieval.torch_path`).
 """
 
 from __future__ import annotations
