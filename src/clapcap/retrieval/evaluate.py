@@ -35,6 +35,40 @@ from clapcap.utils.io import write_json
 logger = logging.getLogger(__name__)
 
 
+def resolve_device(setting: str | None) -> str | None:
+    """The device the retrieval metrics run on, from a compute setting.
+
+    This is the one place where a compute device reaches retrieval evaluation: the step
+    functions below take the setting as ``device`` and pass it through here (wire the
+    ``compute`` params section, or ``CLAPCAP_DEVICE``, into their ``device`` argument).
+
+    Args:
+        setting: None or ``"cpu"``: numpy on the CPU (screened, the fastest CPU path);
+            ``"auto"``: CUDA when torch sees one, else numpy on the CPU; ``"cuda"`` or
+            ``"cuda:N"``: torch on that GPU.
+
+    Returns:
+        None for the numpy path, else the torch device string for
+        :func:`clapcap.retrieval.metrics.per_query_dump`.
+
+    Raises:
+        RuntimeError: for ``cuda`` on a machine without CUDA (never a silent CPU fallback).
+        ValueError: for any other setting.
+    """
+    if setting is None or setting == "cpu":
+        return None
+    if setting != "auto" and not (setting == "cuda" or setting.startswith("cuda:")):
+        raise ValueError(f"retrieval device: expected auto, cpu, cuda or cuda:N, found {setting!r}")
+    import torch  # deferred: seconds to import, and the CPU path does not need it
+
+    if torch.cuda.is_available():
+        return "cuda" if setting == "auto" else setting
+    if setting == "auto":
+        return None
+    raise RuntimeError(f"retrieval device {setting!r}: CUDA is not available on this machine "
+                       "(torch.cuda.is_available() is False); use 'auto' or 'cpu'")
+
+
 def _ordered(direction_metrics: dict[str, float], ks: Sequence[int]) -> dict[str, float]:
     return {name: direction_metrics[name] for name in metric_names(ks)}
 
@@ -42,8 +76,10 @@ def _ordered(direction_metrics: dict[str, float], ks: Sequence[int]) -> dict[str
 def evaluate_file(dump_path: str | Path, out_path: str | Path | None = None, *,
                   ks: Sequence[int] = DEFAULT_KS, laion_compatible: bool = False,
                   bootstrap: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = 0.95,
-                  max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict:
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES, device: str | None = None) -> dict:
     """Evaluate one dump and (when ``out_path`` is given) write the metrics JSON atomically.
+
+    ``device`` is a compute setting (:func:`resolve_device`); it changes speed, not numbers.
 
     Returns:
         ``{"t2a": {...metrics..., "ci": {metric: {"low", "high"}}}, "a2t": {...}, "n_clips",
@@ -53,10 +89,12 @@ def evaluate_file(dump_path: str | Path, out_path: str | Path | None = None, *,
     Raises:
         FileNotFoundError: when the dump does not exist.
         DumpError: when the dump is invalid (shapes, NaN, empty, uncaptioned clip, ...).
+        RuntimeError: when ``device`` asks for CUDA and there is none.
     """
     dump = load_dump(dump_path)
     pq = per_query_dump(dump, ks=ks, laion_compatible=laion_compatible,
-                        max_block_bytes=max_block_bytes, origin=str(dump_path))
+                        max_block_bytes=max_block_bytes, origin=str(dump_path),
+                        device=resolve_device(device))
     agg = aggregate(pq)
     result: dict = {d: _ordered(agg[d], ks) for d in ("t2a", "a2t")}
     # Every clip has a caption (validated), so fewer distinct clips than captions means
@@ -80,8 +118,10 @@ def evaluate_file(dump_path: str | Path, out_path: str | Path | None = None, *,
 def compare_files(a_path: str | Path, b_path: str | Path, out_path: str | Path | None = None, *,
                   n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = 0.95,
                   ks: Sequence[int] = DEFAULT_KS, laion_compatible: bool = False,
-                  max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict:
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES, device: str | None = None) -> dict:
     """Paired bootstrap comparison of two dumps of the same queries (A - B).
+
+    ``device`` is a compute setting (:func:`resolve_device`).
 
     Returns:
         ``{"a", "b", "n_resamples", "seed", "confidence", "t2a": {metric: {"a", "b",
@@ -93,7 +133,8 @@ def compare_files(a_path: str | Path, b_path: str | Path, out_path: str | Path |
     """
     dump_a, dump_b = load_dump(a_path), load_dump(b_path)
     check_same_queries(dump_a, dump_b, str(a_path), str(b_path))
-    kwargs = dict(ks=ks, laion_compatible=laion_compatible, max_block_bytes=max_block_bytes)
+    kwargs = dict(ks=ks, laion_compatible=laion_compatible, max_block_bytes=max_block_bytes,
+                  device=resolve_device(device))
     pq_a = per_query_dump(dump_a, origin=str(a_path), **kwargs)
     pq_b = per_query_dump(dump_b, origin=str(b_path), **kwargs)
     test = paired_bootstrap(pq_a, pq_b, n_resamples=n_resamples, seed=seed, confidence=confidence)
@@ -120,8 +161,10 @@ def metrics_path(params: RetrievalEvalParams, dump_path: str | Path) -> Path:
     return Path(params.out_dir) / f"{labels[str(dump_path)]}.json"
 
 
-def evaluate_all(params: RetrievalEvalParams) -> dict[str, dict]:
+def evaluate_all(params: RetrievalEvalParams, *, device: str | None = None) -> dict[str, dict]:
     """Evaluate every dump of the ``retrieval`` section.
+
+    ``device`` is a compute setting (:func:`resolve_device`; None: numpy on the CPU).
 
     Returns:
         ``{dump path: metrics}``; each is also written to :func:`metrics_path`.
@@ -137,5 +180,5 @@ def evaluate_all(params: RetrievalEvalParams) -> dict[str, dict]:
             dump_path, metrics_path(params, dump_path), ks=params.ks,
             laion_compatible=params.laion_compatible, bootstrap=params.n_resamples,
             seed=params.seed, confidence=params.confidence,
-            max_block_bytes=params.max_block_mb * 2**20)
+            max_block_bytes=params.max_block_mb * 2**20, device=device)
     return out

@@ -28,8 +28,13 @@ taken in caption order (not sorted), those <= 10 are kept, and sum_j j / rank_j 
 divided by |P| (LAION hard-codes 5, Clotho's caption count). A clip can score above 1.
 
 Memory is bounded: similarities are computed or sliced in blocks of at most
-``max_block_bytes``; peak memory is the float64 embeddings plus one block (about
-665 MiB for 10k clips x 50k captions x 512-d with the default 256 MiB block).
+``max_block_bytes``; peak memory is the embeddings plus one block (about 750 MiB for 10k
+clips x 50k captions x 512-d with the default 256 MiB block).
+
+Speed: :func:`per_query_dump` screens scores with one float32 matrix product and recomputes
+only near-ties in float64 (:mod:`clapcap.retrieval.screen`), with the numbers of the float64
+path (``screen=False``); ``device`` runs the float64 path through torch
+(:mod:`clapcap.retrieval.torch_path`).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from clapcap.retrieval.ranking import (
     rank_positives,
     single_positive_ranks,
 )
+from clapcap.retrieval.screen import Counts, NearTieOverflow, screened_counts
 
 logger = logging.getLogger(__name__)
 
@@ -168,15 +174,21 @@ def _laion_map_at_10(idx: np.ndarray, caption_position: np.ndarray, n_clips: int
     return np.bincount(q, weights=contrib, minlength=n_clips) / n_pos
 
 
-def _compute(rows: BlockFn, cols: BlockFn, idx: np.ndarray, n_clips: int, ks: tuple[int, ...],
-             laion_compatible: bool, block_bytes: int) -> PerQuery:
+def _exact_counts(rows: BlockFn, cols: BlockFn, idx: np.ndarray, n_clips: int,
+                  block_bytes: int) -> Counts:
+    """Counts from similarity blocks given in full (the float64 path, or a given matrix)."""
+    ge_t2a = _t2a_counts(rows, idx, n_clips, block_bytes)
+    score, ge_a2t = _a2t_counts(cols, idx, n_clips, block_bytes)
+    return Counts(ge_t2a, score, ge_a2t)
+
+
+def _compute(counts: Counts, idx: np.ndarray, n_clips: int, ks: tuple[int, ...],
+             laion_compatible: bool) -> PerQuery:
     n_cap = idx.shape[0]
     captions = np.arange(n_cap)
-    ge_t2a = _t2a_counts(rows, idx, n_clips, block_bytes)
     # One positive per caption: its rank is the count of clips >= it (ties pessimistic).
-    t2a = _per_query(captions, ge_t2a, np.ones(n_cap, dtype=np.int64), n_cap, ks)
-    score, ge_a2t = _a2t_counts(cols, idx, n_clips, block_bytes)
-    ranked = rank_positives(idx, score, ge_a2t)
+    t2a = _per_query(captions, counts.t2a, np.ones(n_cap, dtype=np.int64), n_cap, ks)
+    ranked = rank_positives(idx, counts.score, counts.a2t)
     a2t = _per_query(ranked.query, ranked.rank, ranked.within, n_clips, ks)
     if laion_compatible:
         caption_position = np.empty(n_cap, dtype=np.int64)
@@ -207,14 +219,25 @@ def per_query_metrics(sim: np.ndarray, caption_clip_index: np.ndarray, *,
     ks = _check_ks(ks)
     sim = np.asarray(sim)
     idx = check_similarity_inputs(sim, caption_clip_index)
-    return _compute(lambda a, b: sim[a:b], lambda a, b: np.ascontiguousarray(sim[:, a:b].T),
-                    idx, sim.shape[1], ks, laion_compatible, max_block_bytes)
+    counts = _exact_counts(lambda a, b: sim[a:b], lambda a, b: np.ascontiguousarray(sim[:, a:b].T),
+                           idx, sim.shape[1], max_block_bytes)
+    return _compute(counts, idx, sim.shape[1], ks, laion_compatible)
 
 
 def per_query_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
                    laion_compatible: bool = False, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
-                   origin: str = "<dump>") -> PerQuery:
+                   origin: str = "<dump>", screen: bool = True,
+                   device: str | None = None) -> PerQuery:
     """Per-query metrics of a dump, computing similarities block by block.
+
+    Args:
+        screen: compare scores through one float32 matrix product and check only the
+            near-ties in float64 (:mod:`clapcap.retrieval.screen`; same numbers, about 2x
+            faster on a CPU). False computes every similarity in float64 (the reference path).
+        device: None evaluates with numpy on the CPU. A torch device (``"cuda"``,
+            ``"cuda:1"``, ``"cpu"``) evaluates through torch there, in float64 (same numbers;
+            :mod:`clapcap.retrieval.torch_path`). ``evaluate.resolve_device`` maps a compute
+            setting (``auto``/``cpu``/``cuda``) to this.
 
     Raises:
         DumpError: on an invalid dump (shapes, index range, NaN/inf, empty, uncaptioned clip).
@@ -225,6 +248,23 @@ def per_query_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
     zero = int((np.linalg.norm(audio, axis=1) == 0).sum() + (np.linalg.norm(text, axis=1) == 0).sum())
     if zero:
         logger.warning("%s: %d all-zero embedding rows; they tie with everything", origin, zero)
+    idx = np.asarray(dump.caption_clip_index, dtype=np.int64)
+    counts = _dump_counts(text, audio, idx, max_block_bytes, screen=screen, device=device,
+                          origin=origin)
+    return _compute(counts, idx, dump.n_clips, ks, laion_compatible)
+
+
+def _dump_counts(text: np.ndarray, audio: np.ndarray, idx: np.ndarray, block_bytes: int, *,
+                 screen: bool, device: str | None, origin: str) -> Counts:
+    if device is not None:
+        # Deferred: importing torch takes seconds, and the numpy paths do not need it.
+        from clapcap.retrieval.torch_path import device_counts
+        return device_counts(text, audio, idx, block_bytes=block_bytes, device=device)
+    if screen:
+        try:
+            return screened_counts(text, audio, idx, block_bytes=block_bytes)
+        except NearTieOverflow:
+            logger.info("%s: many near-tied scores; computing every similarity in float64", origin)
 
     def rows(a: int, b: int) -> np.ndarray:
         return (text[a:b] @ audio.T).astype(np.float32)  # (b-a, n_clips)
@@ -232,8 +272,7 @@ def per_query_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
     def cols(a: int, b: int) -> np.ndarray:
         return (audio[a:b] @ text.T).astype(np.float32)  # (b-a, n_captions)
 
-    idx = np.asarray(dump.caption_clip_index, dtype=np.int64)
-    return _compute(rows, cols, idx, dump.n_clips, ks, laion_compatible, max_block_bytes)
+    return _exact_counts(rows, cols, idx, audio.shape[0], block_bytes)
 
 
 def aggregate(per_query: PerQuery) -> dict[str, dict[str, float]]:
@@ -276,8 +315,11 @@ def retrieval_metrics(sim: np.ndarray, caption_clip_index: np.ndarray, *,
 
 def evaluate_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
                   laion_compatible: bool = False, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
-                  origin: str = "<dump>") -> dict:
+                  origin: str = "<dump>", screen: bool = True, device: str | None = None) -> dict:
     """Corpus metrics of an embedding dump (the ``evaluate`` output JSON).
+
+    ``screen`` and ``device`` as in :func:`per_query_dump` (they change the speed, not the
+    numbers).
 
     Returns:
         ``{"t2a": {...}, "a2t": {...}, "n_clips", "n_captions", "multi_positive"}``.
@@ -286,7 +328,8 @@ def evaluate_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
         DumpError: on an invalid dump, naming ``origin``.
     """
     pq = per_query_dump(dump, ks=ks, laion_compatible=laion_compatible,
-                        max_block_bytes=max_block_bytes, origin=origin)
+                        max_block_bytes=max_block_bytes, origin=origin, screen=screen,
+                        device=device)
     return _summary(pq, np.asarray(dump.caption_clip_index, dtype=np.int64), dump.n_clips)
 
 
