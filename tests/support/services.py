@@ -25,6 +25,7 @@ As any other user both run directly, as that user.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -86,6 +87,12 @@ def _as_pg_owner(cmd: list[str]) -> list[str]:
     if shutil.which("runuser") is None:
         raise ServiceError("running as root, but `runuser` is missing: initdb refuses root, so it must "
                            f"run as the {PG_USER!r} user")
+    try:
+        pwd.getpwnam(PG_USER)
+    except KeyError:
+        raise ServiceError(f"running as root, but there is no {PG_USER!r} user to own the cluster (initdb "
+                           "refuses root); Debian's postgresql package creates it, or run the tests as "
+                           "a non-root user") from None
     return ["runuser", "-u", PG_USER, "--", *cmd]
 
 

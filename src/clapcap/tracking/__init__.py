@@ -4,7 +4,9 @@ Conventions
 -----------
 - The tracking URI is ``$MLFLOW_TRACKING_URI`` when set, else a SQLite store at
   ``<project>/mlruns/mlflow.db`` with artifacts under ``<project>/mlruns/artifacts``.
-  Open the UI with ``mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db``.
+  Open the UI with ``mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db``. A shared
+  ``mlflow server`` (PostgreSQL + S3) needs only ``MLFLOW_TRACKING_URI=http://HOST:PORT``
+  on each client: see docs/tracking.md, "A shared tracking server".
 - One experiment per pipeline area (``clapcap-data``, ``clapcap-retrieval``, ...);
   one run per stage invocation, tagged with the stage name.
 - Metric keys are made MLflow-safe by :func:`safe_key` (``R@1`` -> ``R1``), while JSON
