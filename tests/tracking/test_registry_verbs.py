@@ -21,7 +21,7 @@ from clapcap.retrieval.item_scores import (
 
 def _scores(hits: list[float], *, split: str = "test", items: list[str] | None = None) -> dict:
     items = items or [f"c{i}#0" for i in range(len(hits))]
-    return {"format": "clapcap.item_scores/1", "split": split, "primary": "t2a/r@10",
+    return {"format": "clapcap.item_scores/1", "split": split, "primary": "t2a/r@10", "dataset": "e" * 64,
             "items": {"t2a": items}, "scores": {"t2a": {"r@10": hits, "mrr": [h / 2 for h in hits]}}}
 
 
@@ -48,6 +48,7 @@ def test_compare_identical_and_different_scores():
 @pytest.mark.parametrize(("b", "metric", "message"), [
     (_scores([1.0, 0.0], items=["c0#0", "x#0"]), None, "item 2 differs: 'c1#0'"),
     (_scores([1.0, 0.0], split="val"), None, "split 'test'"),
+    ({**_scores([1.0, 0.0]), "dataset": "f" * 64}, None, "dataset eeeeeeeeeeee"),
     (_scores([1.0, 0.0, 1.0]), None, "has 2 t2a items, B has 3"),
     (_scores([1.0, 0.0]), "t2a/r@5", "no per-item scores for 't2a/r@5'"),
     ({"format": "other"}, None, "B: expected item scores in format"),

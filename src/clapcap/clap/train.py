@@ -369,7 +369,8 @@ def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str 
         cache = cache_features(fe, prep, cfg.dataset_dir, split, Path(tmp) / f"{split}.npz",
                                caption_columns=[col], progress=False)
     audio, text, clip_index = embed_cache(model, tokenizer, cache, column=col)
-    return retrieval_item_scores(audio, text, clip_index, clip_ids=cache.clip_ids, split=split)
+    return retrieval_item_scores(audio, text, clip_index, clip_ids=cache.clip_ids, split=split,
+                                 dataset=dataset_fingerprint(cfg.dataset_dir))
 
 
 def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainClapResult:

@@ -5,6 +5,7 @@ A registered version carries the scores of each test item on the run that regist
 the same items, without re-running either model. The file is JSON::
 
     {"format": "clapcap.item_scores/1", "split": "test", "primary": "t2a/r@10",
+     "dataset": "<content hash of the prepared dataset, or null>",
      "items": {"t2a": [query ids...], "a2t": [...]},
      "scores": {"t2a": {"r@10": [0.0, 1.0, ...], "mrr": [...], ...}, "a2t": {...}}}
 
@@ -31,7 +32,7 @@ RETRIEVAL_PRIMARY = "t2a/r@10"
 
 
 def retrieval_item_scores(audio: np.ndarray, text: np.ndarray, caption_clip_index: np.ndarray, *,
-                          clip_ids: Sequence[str], split: str,
+                          clip_ids: Sequence[str], split: str, dataset: str | None = None,
                           primary: str = RETRIEVAL_PRIMARY) -> dict[str, Any]:
     """Per-query retrieval scores of one model on one split (cosine similarity).
 
@@ -39,6 +40,8 @@ def retrieval_item_scores(audio: np.ndarray, text: np.ndarray, caption_clip_inde
         audio: (n_clips, D) clip embeddings; text: (n_captions, D) caption embeddings.
         caption_clip_index: (n_captions,) clip row of each caption.
         clip_ids: the clip ids, in row order (they name the items).
+        dataset: the dataset's content hash (:func:`clapcap.data.prepare.dataset_fingerprint`):
+            two versions scored on other data are not compared even when their ids agree.
 
     Returns:
         The item-scores dict (module docstring); t2a items are ``<clip_id>#<k>`` (k-th
@@ -52,7 +55,7 @@ def retrieval_item_scores(audio: np.ndarray, text: np.ndarray, caption_clip_inde
     for row in np.asarray(caption_clip_index).tolist():
         t2a_items.append(f"{clip_ids[row]}#{seen.get(row, 0)}")
         seen[row] = seen.get(row, 0) + 1
-    return {"format": FORMAT, "split": split, "primary": primary,
+    return {"format": FORMAT, "split": split, "primary": primary, "dataset": dataset,
             "items": {"t2a": t2a_items, "a2t": [str(c) for c in clip_ids]},
             "scores": {d: {m: [float(x) for x in v] for m, v in pq[d].items()} for d in ("t2a", "a2t")}}
 
@@ -82,6 +85,9 @@ def check_item_scores(data: Any, origin: str) -> None:
 def _pairing_error(a: Mapping[str, Any], b: Mapping[str, Any], group: str, names: tuple[str, str]) -> str | None:
     if a["split"] != b["split"]:
         return f"{names[0]} was scored on split {a['split']!r}, {names[1]} on {b['split']!r}"
+    if a.get("dataset") and b.get("dataset") and a["dataset"] != b["dataset"]:
+        return (f"{names[0]} was scored on dataset {a['dataset'][:12]}..., "
+                f"{names[1]} on {b['dataset'][:12]}... (another content)")
     ia, ib = a["items"].get(group, []), b["items"].get(group, [])
     if len(ia) != len(ib):
         return f"{names[0]} has {len(ia)} {group} items, {names[1]} has {len(ib)}"
