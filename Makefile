@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup browser repro test test-all lint gate clean-venv
+.PHONY: setup browser postgres repro test test-all test-services lint gate clean-venv
 
 setup: $(STAMP)
 
@@ -51,6 +51,23 @@ test: setup browser
 
 test-all: setup browser
 	$(VENV)/bin/pytest -q -m "slow or not slow"
+
+# A shared tracking server, tested for real: the `services` tests start PostgreSQL (initdb and
+# pg_ctl, PostgreSQL 15; as root they run as the `postgres` user), a moto S3 server and
+# `mlflow server` on 127.0.0.1, and stop each by its PID (tests/support/services.py).
+# Installs Debian's postgresql when no initdb is found (the browser target's way).
+postgres:
+	@if ! command -v initdb >/dev/null && [ ! -x /usr/local/bin/initdb ] && \
+	    ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "make: PostgreSQL's initdb not found; installing Debian's postgresql for the services tests"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
+	  || { echo "make: could not install postgresql: run 'apt-get install postgresql' yourself"; exit 1; }; \
+	fi
+
+test-services: setup postgres
+	$(VENV)/bin/pytest -q -m services
 
 # The CI gates on committed fixtures: metric parity (harness vs independent implementation,
 # 1e-9) and the leakage check (planted leak caught, clean model not flagged).

@@ -134,3 +134,10 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
     assert emb.shape == (2, 64)
     runs = tracking.search_runs("clapcap-retrieval")
     assert "metrics.t2a_r10" in runs.columns and res.model_dir
+    # The version carries its per-query test scores, for `clapcap registry compare`.
+    from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, check_item_scores
+
+    scores = tracking.version_artifact_json("test-default-clap", 1, ITEM_SCORES_FILE)
+    check_item_scores(scores, ITEM_SCORES_FILE)
+    assert scores["split"] == "test" and scores["primary"] == "t2a/r@10"
+    assert len(scores["items"]["t2a"]) == len(scores["scores"]["t2a"]["r@10"]) > 0

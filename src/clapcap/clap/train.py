@@ -29,6 +29,7 @@ from clapcap.clap.model import (
     build_feature_extractor,
     build_tiny_clap,
     build_vocab,
+    load_clap,
     save_clap,
     tiny_preprocessing,
 )
@@ -36,6 +37,7 @@ from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
 from clapcap.config import to_dict
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
+from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, retrieval_item_scores
 from clapcap.retrieval.ranking import single_positive_ranks
 from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, sha256_json, write_json
 
@@ -351,6 +353,26 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     return result
 
 
+def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
+    """Per-query retrieval scores of the saved model on ``split`` (what a registered version
+    carries, so that two versions compare paired on the same queries). The split's features
+    go to a temporary folder: ``out_dir`` (a DVC output) is not touched.
+
+    Returns:
+        The item-scores dict of :func:`clapcap.retrieval.item_scores.retrieval_item_scores`.
+    """
+    import tempfile
+
+    model, tokenizer, fe, _ = load_clap(model_dir)
+    prep, col = ClapPreprocessing(mel_floor_db=cfg.model.mel_floor_db), cfg.caption_column
+    with tempfile.TemporaryDirectory(prefix="clapcap-scores-") as tmp:
+        cache = cache_features(fe, prep, cfg.dataset_dir, split, Path(tmp) / f"{split}.npz",
+                               caption_columns=[col], progress=False)
+    audio, text, clip_index = embed_cache(model, tokenizer, cache, column=col)
+    return retrieval_item_scores(audio, text, clip_index, clip_ids=cache.clip_ids, split=split,
+                                 dataset=dataset_fingerprint(cfg.dataset_dir))
+
+
 def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainClapResult:
     """:func:`train_clap` inside an MLflow run (when ``params.track``): per-epoch metrics, the
     result file, and the model registered as ``registered_model`` with alias ``alias``.
@@ -373,6 +395,7 @@ def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainCl
             uri = tracking.log_loader_pyfunc_model(
                 "default_clap", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
                 input_example=["a dog barks", "rain falls on a roof"])
+            tracking.log_dict(test_item_scores(params, res.model_dir), ITEM_SCORES_FILE)
             version = tracking.register_model(uri, params.registered_model, alias=params.alias)
             logger.info("registered %s version %d (alias %s)", params.registered_model, version, params.alias)
     return res

@@ -20,6 +20,7 @@ from clapcap.cli import (
     data,
     pairwise,
     reference,
+    registry,
     report,
     retrieval,
     robust,
@@ -38,6 +39,7 @@ GROUPS: list[tuple[str, ModuleType, str]] = [
     ("reference", reference, "reference captioners, scoring and leakage"),
     ("pairwise", pairwise, "pairwise A/B judging study and agreement"),
     ("report", report, "tables, figures and the leaderboard"),
+    ("registry", registry, "registered models: paired comparison of versions, promotion"),
     ("conclusions", conclusions, "stated findings as data: compare two builds"),
 ]
 

@@ -4,7 +4,9 @@ Conventions
 -----------
 - The tracking URI is ``$MLFLOW_TRACKING_URI`` when set, else a SQLite store at
   ``<project>/mlruns/mlflow.db`` with artifacts under ``<project>/mlruns/artifacts``.
-  Open the UI with ``mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db``.
+  Open the UI with ``mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db``. A shared
+  ``mlflow server`` (PostgreSQL + S3) needs only ``MLFLOW_TRACKING_URI=http://HOST:PORT``
+  on each client: see docs/tracking.md, "A shared tracking server".
 - One experiment per pipeline area (``clapcap-data``, ``clapcap-retrieval``, ...);
   one run per stage invocation, tagged with the stage name.
 - Metric keys are made MLflow-safe by :func:`safe_key` (``R@1`` -> ``R1``), while JSON
@@ -22,6 +24,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from clapcap.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -225,3 +229,93 @@ def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None) -> Any:
     mlflow = _mlflow()
     mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
     return mlflow.pyfunc.load_model(model_uri)
+
+
+# --------------------------------------------------------------------------- registry verbs
+class RegistryError(InputError):
+    """A registered model, version or artifact that the registry verbs need is not there."""
+
+
+def log_dict(data: Mapping[str, Any], artifact_file: str) -> None:
+    """Log ``data`` as a JSON artifact of the active run (``evaluation/item_scores.json``)."""
+    _mlflow().log_dict(dict(data), artifact_file)
+
+
+def _version(name: str, version: int | str) -> Any:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return _mlflow().MlflowClient().get_model_version(name, str(version))
+    except MlflowException as exc:
+        raise RegistryError(f"registered model {name!r} has no version {version}: {exc.message}") from exc
+
+
+def version_artifact_json(name: str, version: int | str, artifact_file: str,
+                          tracking_uri: str | None = None) -> dict[str, Any]:
+    """The JSON artifact ``artifact_file`` of the run that registered ``name`` version ``version``.
+
+    Raises:
+        RegistryError: when the version does not exist, came from no run, or its run has no
+            such artifact (a version registered before the artifact was logged).
+    """
+    mlflow = _mlflow()
+    from mlflow.exceptions import MlflowException
+
+    mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
+    mv = _version(name, version)
+    if not mv.run_id:
+        raise RegistryError(f"{name} version {version} was registered from no run, so it has no {artifact_file}")
+    try:
+        return mlflow.artifacts.load_dict(f"runs:/{mv.run_id}/{artifact_file}")
+    except (MlflowException, OSError) as exc:
+        raise RegistryError(f"{name} version {version} (run {mv.run_id}) carries no {artifact_file}; "
+                            f"versions registered before it was logged cannot be compared: {exc}") from exc
+
+
+def alias_version(name: str, alias: str) -> int | None:
+    """The version number ``name@alias`` points to, or None when the alias is not set."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return int(get_model_version_by_alias(name, alias).version)
+    except MlflowException:
+        return None
+
+
+def promote(name: str, version: int | str, *, by: str, reason: str, alias: str = "champion",
+            tracking_uri: str | None = None) -> dict[str, Any]:
+    """Point ``name@alias`` at ``version`` on a person's word, and record it on the version.
+
+    Tags set on the promoted version: ``clapcap.promotion`` (``manual``),
+    ``clapcap.promoted_by``, ``clapcap.promoted_reason``, ``clapcap.promoted_at`` (UTC,
+    ISO 8601), ``clapcap.promoted_alias`` and ``clapcap.previous_<alias>`` (the version the
+    alias left, or ``none``). The version that lost the alias gets ``clapcap.replaced_by``.
+
+    Returns:
+        ``{"name", "version", "alias", "previous", "by", "reason", "at"}``.
+
+    Raises:
+        RegistryError: when the model or version does not exist.
+        InputError: when ``by`` or ``reason`` is empty.
+    """
+    import datetime as dt
+
+    if not by.strip() or not reason.strip():
+        raise InputError("a promotion needs who (by) and why (reason)")
+    mlflow = _mlflow()
+    mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
+    _version(name, version)
+    previous = alias_version(name, alias)
+    client = mlflow.MlflowClient()
+    at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    client.set_registered_model_alias(name, alias, str(version))
+    tags = {"clapcap.promotion": "manual", "clapcap.promoted_by": by, "clapcap.promoted_reason": reason,
+            "clapcap.promoted_at": at, "clapcap.promoted_alias": alias,
+            f"clapcap.previous_{alias}": str(previous) if previous is not None else "none"}
+    for key, value in tags.items():
+        client.set_model_version_tag(name, str(version), key, value)
+    if previous is not None and previous != int(version):
+        client.set_model_version_tag(name, str(previous), "clapcap.replaced_by", f"{version} ({alias}, {at})")
+    logger.info("%s@%s: version %s -> %s (by %s: %s)", name, alias, previous, version, by, reason)
+    return {"name": name, "version": int(version), "alias": alias, "previous": previous, "by": by,
+            "reason": reason, "at": at}
