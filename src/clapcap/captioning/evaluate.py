@@ -95,8 +95,9 @@ def caption_dump(checkpoint: str, dump: str, decoding: DecodingConfig | None = N
     import numpy as np
 
 
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     by_clip = embeddings_by_clip(dump, embedding_key=embedding_key)
-    model = load_captioner(checkpoint, device=or_default(compute).device)
+    model = load_captioner(checkpoint, device=compute.device)
     ids = list(by_clip)
     caps = generate_captions(model, np.stack([by_clip[c] for c in ids]), decoding, batch_size=batch_size)
     return dict(zip(ids, caps, strict=True))

@@ -47,6 +47,7 @@ class HFLocalCaptioner:
         import transformers
         from transformers import AutoConfig, AutoProcessor
 
+        self.dtype, self.device = _dtype_and_device(cfg, compute)  # first: a missing CUDA fails at once
         folder = Path(cfg.model_dir)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(f"{folder}: no config.json; hf.model_dir must be a local model folder")
@@ -54,7 +55,6 @@ class HFLocalCaptioner:
         model_cls = getattr(transformers, arch or "", None)
         if model_cls is None:
             raise ValueError(f"{folder}/config.json: architecture {arch!r} is not a transformers class")
-        self.dtype, self.device = _dtype_and_device(cfg, compute)
         self.processor = AutoProcessor.from_pretrained(folder)
         self.processor.tokenizer.padding_side = "left"  # decoder-only batch generation
         self.model = model_cls.from_pretrained(folder, torch_dtype=self.dtype).to(self.device).eval()
