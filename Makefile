@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup browser postgres repro test test-all test-services lint gate clean-venv
+.PHONY: setup browser postgres repro test test-all test-services lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -74,6 +74,12 @@ test-services: setup postgres
 gate: setup
 	$(VENV)/bin/clapcap retrieval parity tests/fixtures/dumps/*.npz --out $${TMPDIR:-/tmp}/clapcap-parity.json
 	$(VENV)/bin/pytest -q tests/reference/test_leakage.py tests/retrieval/test_parity.py
+
+# On a machine with CUDA: the gpu-marked tests, then the real-size benchmark (docs/compute.md).
+# Both need CUDA; the benchmark exits 2 with one line when there is none. Under 8 minutes.
+gpu-check: setup
+	$(VENV)/bin/pytest -q -m gpu
+	$(PY) benchmarks/gpu_check.py
 
 # The import diagram in docs/architecture.md must match the sources (tools/architecture.py).
 lint: setup

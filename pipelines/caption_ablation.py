@@ -11,6 +11,7 @@ import sys
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.study import run_ablation
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 
@@ -22,7 +23,8 @@ def main() -> int:
     parser.add_argument("--name", default=None)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
-    run_ablation(load_section(CaptioningParams, "captioning"), args.kind, lm=args.lm, name=args.name, seed=args.seed)
+    run_ablation(load_section(CaptioningParams, "captioning"), args.kind, lm=args.lm, name=args.name, seed=args.seed,
+                 compute=load_compute())
     return 0
 
 

@@ -5,6 +5,7 @@ import sys
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.study import noise_floor
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 
@@ -13,7 +14,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lm", required=True)
     args = parser.parse_args()
-    noise_floor(load_section(CaptioningParams, "captioning"), args.lm)
+    noise_floor(load_section(CaptioningParams, "captioning"), args.lm, compute=load_compute())
     return 0
 
 

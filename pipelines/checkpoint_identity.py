@@ -7,6 +7,7 @@ Fails (`clapcap: error: checkpoint identity failed ...`, exit 1) when the conver
 
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.encoders.config import IdentityParams
 from clapcap.encoders.crosscheck import run_checkpoint_identity
@@ -16,7 +17,7 @@ from clapcap.errors import ClapcapError
 
 def main() -> int:
     params = load_section(IdentityParams, "checkpoint_identity")
-    reports = run_checkpoint_identity(params)
+    reports = run_checkpoint_identity(params, compute=load_compute())
     if not reports["identity"]["cross_pipeline_comparable"]:
         raise ClapcapError(f"checkpoint identity failed: the converted HF model does not embed like laion_clap; "
                          f"see {params.out_dir}/identity.json")

@@ -6,6 +6,7 @@ Usage: python pipelines/embed.py ENCODER DATASET   (names from params.yaml `embe
 import argparse
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.encoders.config import EmbedParams
 from clapcap.encoders.embed import embed_all
@@ -17,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("encoder")
     parser.add_argument("dataset")
     args = parser.parse_args(argv)
-    embed_all(load_section(EmbedParams, "embed"), args.encoder, args.dataset)
+    embed_all(load_section(EmbedParams, "embed"), args.encoder, args.dataset, compute=load_compute())
     return 0
 
 

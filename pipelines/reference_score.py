@@ -2,6 +2,7 @@
 
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.reference.config import ReferenceParams
@@ -9,7 +10,7 @@ from clapcap.reference.generate import run_all_references
 
 
 def main() -> int:
-    run_all_references(load_section(ReferenceParams, "reference"))
+    run_all_references(load_section(ReferenceParams, "reference"), compute=load_compute())
     return 0
 
 

@@ -3,6 +3,7 @@
 
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.robust.benchmark import run_robust_benchmark
@@ -10,7 +11,7 @@ from clapcap.robust.config import RobustBenchParams
 
 
 def main() -> int:
-    run_robust_benchmark(load_section(RobustBenchParams, "robust_benchmark"))
+    run_robust_benchmark(load_section(RobustBenchParams, "robust_benchmark"), compute=load_compute())
     return 0
 
 

@@ -4,6 +4,7 @@ results/robust/conclusions.json and results/robust/findings.md."""
 
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
@@ -14,7 +15,7 @@ def main() -> int:
     run_seed_study(load_section(RobustTrainParams, "robust_train"),
                    load_section(RobustTrainParams, "robust_control"),
                    load_section(RobustBenchParams, "robust_benchmark"),
-                   load_section(RobustSeedParams, "robust_seeds"))
+                   load_section(RobustSeedParams, "robust_seeds"), compute=load_compute())
     return 0
 
 

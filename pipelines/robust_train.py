@@ -7,6 +7,7 @@ Usage: python pipelines/robust_train.py [--section robust_train]
 import argparse
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.robust.config import RobustTrainParams
@@ -17,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", default="robust_train", help="params.yaml section (RobustTrainParams)")
     args = parser.parse_args(argv)
-    run_robust_train(load_section(RobustTrainParams, args.section))
+    run_robust_train(load_section(RobustTrainParams, args.section), compute=load_compute())
     return 0
 
 

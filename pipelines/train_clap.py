@@ -4,12 +4,13 @@ import sys
 
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.train import run_train_clap
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 
 
 def main() -> int:
-    run_train_clap(load_section(TrainClapParams, "train_clap"))
+    run_train_clap(load_section(TrainClapParams, "train_clap"), compute=load_compute())
     return 0
 
 

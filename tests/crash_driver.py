@@ -142,7 +142,8 @@ def main(spec: dict[str, Any]) -> None:
         from clapcap.encoders.base import EncoderConfig
         from clapcap.encoders.embed import embed_dataset
 
-        embed_dataset(from_dict(EncoderConfig, params["encoder"]), params["dataset_dir"], params["split"],
+        record = {k: v for k, v in params["encoder"].items() if k != "device"}  # set by `compute`, not a key
+        embed_dataset(from_dict(EncoderConfig, record), params["dataset_dir"], params["split"],
                       params["out"], progress=False)
     sys.exit(3)  # reaching the end means the pause point was never hit
 

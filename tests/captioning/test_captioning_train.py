@@ -85,11 +85,11 @@ def test_resume_after_crash_loses_at_most_the_current_epoch(dump, tiny_corpus, t
     real_epoch = cap_train._train_epoch
     calls = []
 
-    def crashing(model, opt, split, cfg, seed, desc, progress, zero_audio=False):
+    def crashing(model, opt, split, cfg, seed, desc, progress, zero_audio=False, **kw):
         calls.append(desc)
         if desc.startswith("stage 1 epoch 3"):
             raise RuntimeError("simulated crash")
-        return real_epoch(model, opt, split, cfg, seed, desc, progress, zero_audio)
+        return real_epoch(model, opt, split, cfg, seed, desc, progress, zero_audio, **kw)
 
     monkeypatch.setattr(cap_train, "_train_epoch", crashing)
     cfg = tiny_train(stages=[1], stage1=StageConfig(epochs=3, lr_projection=3e-3))

@@ -42,7 +42,7 @@ class TrainConfig:
     lm_pretrain_lr: float = 3e-3
     grad_clip: float = 1.0
     embedding_key: str = "audio_embeds"
-    device: str = "cpu"
+    device: str = "cpu"  # set from the `compute` section by train_captioner; not a params.yaml key
     torch_threads: int = 1  # tiny models: 1 intra-op thread is fastest, and safe on shared cores
 
     def __post_init__(self) -> None:
@@ -173,6 +173,10 @@ class CaptioningParams:
             seeds = getattr(self, key)
             if not seeds or len(set(seeds)) != len(seeds):
                 raise ValueError(f"{key}: expected at least one seed and no repeats, found {seeds}")
+        for lm, train in self.train.items():  # one device setting: the `compute` section
+            if train.device != "cpu":
+                raise ValueError(f"captioning.train.{lm}.device: the device is set by the compute section "
+                                 f"(or CLAPCAP_DEVICE), not here; found {train.device!r}")
         for name, overrides in self.decoding_ablation.items():  # typed and checked once, here
             cfg = from_dict(DecodingConfig, {**dataclasses.asdict(self.decoding), **overrides},
                             where=f"decoding_ablation.{name}")

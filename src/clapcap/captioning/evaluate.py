@@ -13,6 +13,7 @@ from typing import Any
 from clapcap.captioning.data import CaptionSplit, embeddings_by_clip, trivial_baseline
 from clapcap.captioning.generation import DecodingConfig, generate_captions
 from clapcap.captioning.model import load_captioner
+from clapcap.compute import Compute, or_default
 from clapcap.evaluation.captioning_metrics import score_captions
 
 logger = logging.getLogger(__name__)
@@ -81,8 +82,9 @@ def evaluate_trivial_baseline(train: CaptionSplit, split: CaptionSplit, *,
 
 
 def caption_dump(checkpoint: str, dump: str, decoding: DecodingConfig | None = None, *,
-                 embedding_key: str = "audio_embeds", batch_size: int = 64) -> dict[str, str]:
-    """Caption every clip of an embedding dump file with a saved captioner.
+                 embedding_key: str = "audio_embeds", batch_size: int = 64,
+                 compute: Compute | None = None) -> dict[str, str]:
+    """Caption every clip of an embedding dump file with a saved captioner on ``compute.device`` (fp32).
 
     Returns:
         ``{clip_id: caption}``.
@@ -93,8 +95,9 @@ def caption_dump(checkpoint: str, dump: str, decoding: DecodingConfig | None = N
     import numpy as np
 
 
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     by_clip = embeddings_by_clip(dump, embedding_key=embedding_key)
-    model = load_captioner(checkpoint)
+    model = load_captioner(checkpoint, device=compute.device)
     ids = list(by_clip)
     caps = generate_captions(model, np.stack([by_clip[c] for c in ids]), decoding, batch_size=batch_size)
     return dict(zip(ids, caps, strict=True))

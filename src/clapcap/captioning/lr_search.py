@@ -22,6 +22,7 @@ from typing import Any
 from clapcap.captioning.config import LRSearchConfig, TrainConfig
 from clapcap.captioning.model import CaptionerConfig
 from clapcap.captioning.train import train_captioner
+from clapcap.compute import Compute, or_default
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -70,8 +71,9 @@ def _fmt(lr: float) -> str:
 
 def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, search: LRSearchConfig, *,
                           dump: str | Path, dataset_dir: str | Path, out_dir: str | Path,
-                          progress: bool = False, lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run (or resume, or reuse) the two-stage LR search.
+                          progress: bool = False, lm_cache_dir: str | Path | None = None,
+                          compute: Compute | None = None) -> dict[str, Any]:
+    """Run (or resume, or reuse) the two-stage LR search; every trial trains on ``compute.device``.
 
     Returns:
         ``{"stage1_lr_projection", "stage2_lr_projection", "stage2_lr_lm", "stage1_trials",
@@ -80,6 +82,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
     Raises:
         ValueError: on an empty grid.
     """
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any trial
     out = Path(out_dir)
     if (out / "best.json").is_file():
         return read_json(out / "best.json")
@@ -96,7 +99,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
         cfg = dataclasses.replace(base, stages=[1], stage1=dataclasses.replace(
             base.stage1, epochs=search.stage1_epochs, lr_projection=lr))
         res = train_captioner(model_cfg, cfg, dump=dump, dataset_dir=dataset_dir, out_dir=out / "trials" / f"s1_lr{_fmt(lr)}",
-                              progress=progress, track=False, lm_cache_dir=cache)
+                              progress=progress, track=False, lm_cache_dir=cache, compute=compute)
         return float(res["stages"]["1"]["best_val_loss"])
 
     study1 = _study("stage1", storage)
@@ -113,7 +116,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
             base.stage2, epochs=search.stage2_epochs, lr_projection=lr_p, lr_lm=lr_l))
         res = train_captioner(model_cfg, cfg, dump=dump, dataset_dir=dataset_dir, init_from=init,
                               out_dir=out / "trials" / f"s2_p{_fmt(lr_p)}_lm{_fmt(lr_l)}",
-                              progress=progress, track=False)
+                              progress=progress, track=False, compute=compute)
         return float(res["stages"]["2"]["best_val_loss"])
 
     study2 = _study("stage2", storage)

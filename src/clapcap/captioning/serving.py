@@ -25,6 +25,7 @@ import pandas as pd
 
 from clapcap.captioning.generation import DecodingConfig, generate_captions
 from clapcap.captioning.model import load_captioner
+from clapcap.compute import Compute, or_default, resolve
 from clapcap.config import from_dict
 from clapcap.data.audio import load_audio
 from clapcap.encoders.base import EncoderConfig
@@ -34,8 +35,9 @@ from clapcap.encoders.factory import create_encoder
 class CaptionerService:
     """A loaded captioner plus its decoding configuration and (optionally) its audio encoder."""
 
-    def __init__(self, folder: str | Path, decoding: DecodingConfig | None = None, encoder: Any = None) -> None:
-        self.model = load_captioner(folder)
+    def __init__(self, folder: str | Path, decoding: DecodingConfig | None = None, encoder: Any = None,
+                 *, compute: Compute | None = None) -> None:
+        self.model = load_captioner(folder, device=or_default(compute).device)
         self.decoding = decoding or DecodingConfig()
         self.encoder = encoder
 
@@ -122,14 +124,17 @@ def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
     Raises:
         KeyError: when the ``captioner`` artifact is missing.
     """
+    compute = resolve()  # a served model has no params.yaml: auto, or CLAPCAP_DEVICE
     decoding = None
     if "decoding" in artifacts:
         decoding = from_dict(DecodingConfig, json.loads(Path(artifacts["decoding"]).read_text()))
     encoder = None
     if "encoder_config" in artifacts:
 
-        cfg = from_dict(EncoderConfig, json.loads(Path(artifacts["encoder_config"]).read_text()))
+        recorded = json.loads(Path(artifacts["encoder_config"]).read_text())
+        recorded.pop("device", None)  # where the dump was made; this process uses its own device
+        cfg = from_dict(EncoderConfig, recorded).with_device(compute.device)
         if "encoder" in artifacts:
             cfg.checkpoint = artifacts["encoder"]
         encoder = create_encoder(cfg)
-    return CaptionerService(artifacts["captioner"], decoding, encoder)
+    return CaptionerService(artifacts["captioner"], decoding, encoder, compute=compute)

@@ -34,6 +34,7 @@ from clapcap.captioning.generation import DecodingConfig
 from clapcap.captioning.lr_search import chosen_learning_rates, search_learning_rates
 from clapcap.captioning.model import CaptionerConfig, load_captioner
 from clapcap.captioning.train import train_captioner
+from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, write_json
 
@@ -130,13 +131,13 @@ def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
         log_metrics(record["val"]["corpus"], prefix="val")
 
 
-def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str,
-              decoding: DecodingConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str, decoding: DecodingConfig,
+              compute: Compute) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
 
     if params.torch_threads > 0:
         torch.set_num_threads(params.torch_threads)
     manifest = load_dataset(params.dataset_dir).manifest
-    model = load_captioner(checkpoint)
+    model = load_captioner(checkpoint, device=compute.device)  # generation in fp32 (docs/compute.md)
     val = evaluate_split(model, load_caption_split(dump, manifest, "val", embedding_key=key), decoding,
                          metrics=params.selection_metrics)
     test = evaluate_split(model, load_caption_split(dump, manifest, "test", embedding_key=key), decoding,
@@ -144,13 +145,14 @@ def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str,
     return val["scores"], {**test["scores"], "n_empty": test["n_empty"]}, test["predictions"]
 
 
-def execute_run(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
-    """Train ``spec`` (resumable) and evaluate it; skipped when its result file exists.
+def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | None = None) -> dict[str, Any]:
+    """Train ``spec`` (resumable) and evaluate it on ``compute.device``; skipped when its result file exists.
 
     Returns:
         The record written to ``results/<name>.json``: spec, train summary, ``val``
         and ``test`` scores (``corpus``, ``unavailable``, ``primary``), checkpoint.
     """
+    compute = or_default(compute)
     out = Path(params.out_dir)
     path = out / "results" / f"{spec.name}.json"
     if path.is_file():
@@ -159,10 +161,11 @@ def execute_run(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
     model_cfg, train_cfg = run_configs(params, spec)
     trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
                               out_dir=out / "runs" / spec.name, progress=params.progress, track=params.track,
-                              lm_cache_dir=out / "lm_warmup")
+                              lm_cache_dir=out / "lm_warmup", compute=compute)
     run_params = {"spec": dataclasses.asdict(spec), "decoding": dataclasses.asdict(params.decoding)}
     with _tracked(params, "captioning-eval", spec.name, run_params):
-        val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding)
+        val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding,
+                                     compute)
         record = {"spec": dataclasses.asdict(spec), "model": trained["model"], "train": trained["train"],
                   "history": {k: v["history"] for k, v in trained["stages"].items()},
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
@@ -193,7 +196,8 @@ def decoding_seed_path(params: CaptioningParams, lm: str, name: str, seed: int) 
     return Path(params.out_dir) / "decoding" / lm / f"seed{seed}" / f"{name}.json"
 
 
-def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | None = None) -> dict[str, Any]:
+def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | None = None, *,
+                      compute: Compute | None = None) -> dict[str, Any]:
     """Eval-only decoding config ``name`` on ``lm``'s baseline checkpoint of noise seed ``seed``
     (the first noise seed by default; trained if needed).
 
@@ -203,6 +207,7 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     Raises:
         ValueError: on an unknown config, or a seed that is not a noise seed.
     """
+    compute = or_default(compute)
     seed = params.noise_seeds[0] if seed is None else seed
     if seed not in params.noise_seeds:
         raise ValueError(f"decoding {name}: seed {seed} is not one of noise_seeds {params.noise_seeds}")
@@ -210,10 +215,11 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     if path.is_file():
         return read_json(path)
     decoding = decoding_config(params, name)
-    base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed))
+    base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed), compute=compute)
     run_name = f"{lm}_{name}_seed{seed}"
     with _tracked(params, "captioning-decoding", run_name, {"decoding": dataclasses.asdict(decoding), "seed": seed}):
-        val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding)
+        val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
+                                     compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
                   "checkpoint": base["checkpoint"], "val": val, "test": test}
         _log_scores(params, record)
@@ -222,14 +228,15 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     return record
 
 
-def noise_floor(params: CaptioningParams, lm: str) -> dict[str, Any]:
+def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
     """Mean and sample std over the noise seeds of every test metric of ``lm``'s baseline.
 
     Returns:
         ``{"lm", "seeds", "metrics": {metric: {"mean", "std", "values"}}}`` (also written
         to ``noise_floor/<lm>.json``).
     """
-    records = [execute_run(params, spec) for spec in lm_specs(params, lm)]
+    compute = or_default(compute)
+    records = [execute_run(params, spec, compute=compute) for spec in lm_specs(params, lm)]
     metrics: dict[str, Any] = {}
     for m in records[0]["test"]["corpus"]:
         values = [r["test"]["corpus"][m] for r in records]
@@ -257,14 +264,15 @@ def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
     return record
 
 
-def run_lr_search(params: CaptioningParams, lm: str) -> dict[str, Any]:
-    """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished)."""
+def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
+    """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished);
+    every trial trains on ``compute.device``."""
 
     params.check_lm(lm)
     return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
                                  params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
                                  out_dir=Path(params.out_dir) / "lr_search" / lm, progress=params.progress,
-                                 lm_cache_dir=Path(params.out_dir) / "lm_warmup")
+                                 lm_cache_dir=Path(params.out_dir) / "lm_warmup", compute=or_default(compute))
 
 
 def _decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
@@ -286,7 +294,7 @@ def _decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
 
 
 def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, name: str | None = None,
-                 seed: int | None = None) -> list[dict[str, Any]]:
+                 seed: int | None = None, compute: Compute | None = None) -> list[dict[str, Any]]:
     """Run the configurations of one ablation, optionally narrowed to one.
 
     ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
@@ -300,9 +308,11 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     Raises:
         ValueError: on an unknown kind, or a name/seed that selects nothing.
     """
+    compute = or_default(compute)
     lms = [lm] if lm else list(params.lms)
     if kind == "decoding":
-        return [evaluate_decoding(params, m, n, s) for m, n, s in _decoding_jobs(params, lms, name, seed)]
+        return [evaluate_decoding(params, m, n, s, compute=compute)
+                for m, n, s in _decoding_jobs(params, lms, name, seed)]
     if kind == "lm":
         specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
     elif kind == "arch":
@@ -315,4 +325,4 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
         raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder or decoding")
     if not specs:
         raise ValueError(f"ablation {kind}: nothing matches lm={lm} name={name} seed={seed}")
-    return [execute_run(params, s) for s in specs]
+    return [execute_run(params, s, compute=compute) for s in specs]

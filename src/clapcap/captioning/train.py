@@ -38,6 +38,7 @@ from clapcap.captioning.model import (
     load_captioner,
 )
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
+from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import atomic_path, read_json, sha256_json, write_json
 
@@ -95,7 +96,12 @@ def _mean_loss(model: ClipCapCaptioner, split: CaptionSplit, batch_size: int, ze
 
 
 def _train_epoch(model: ClipCapCaptioner, opt: torch.optim.Optimizer, split: CaptionSplit,
-                 cfg: TrainConfig, seed: int, desc: str, progress: bool, zero_audio: bool = False) -> float:
+                 cfg: TrainConfig, seed: int, desc: str, progress: bool, zero_audio: bool = False,
+                 compute: Compute | None = None) -> float:
+    """One epoch; the forward pass under ``compute.autocast()`` (bf16 on CUDA when asked), the
+    backward pass and the optimizer step outside it. Batches reach the model's device in
+    :meth:`ClipCapCaptioner.loss_on_captions`. Returns the mean training loss."""
+    autocast = compute.autocast if compute is not None else contextlib.nullcontext
     rows, caps = split.pairs()
     torch.manual_seed(seed)  # dropout masks of this epoch
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -104,7 +110,8 @@ def _train_epoch(model: ClipCapCaptioner, opt: torch.optim.Optimizer, split: Cap
         x = torch.from_numpy(split.embeds[rows[idx]])
         if zero_audio:
             x = torch.zeros_like(x)
-        loss = model.loss_on_captions(x, [caps[i] for i in idx])
+        with autocast():
+            loss = model.loss_on_captions(x, [caps[i] for i in idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
@@ -124,7 +131,7 @@ def prepare_tokenizer(model_cfg: CaptionerConfig, train: CaptionSplit, folder: P
 
 
 def pretrain_lm(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: TrainConfig,
-                path: Path, *, progress: bool = True) -> Path:
+                path: Path, *, progress: bool = True, compute: Compute | None = None) -> Path:
     """Warm up a small decoder as a caption LM on training text (constant prefix, no audio).
 
     Gives stage 1 a frozen LM that knows caption language, as a pretrained LM would.
@@ -138,7 +145,8 @@ def pretrain_lm(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lm_pretrain_lr)
     for epoch in range(cfg.lm_pretrain_epochs):
         loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + epoch,
-                            f"lm warm-up {epoch + 1}/{cfg.lm_pretrain_epochs}", progress, zero_audio=True)
+                            f"lm warm-up {epoch + 1}/{cfg.lm_pretrain_epochs}", progress, zero_audio=True,
+                            compute=compute)
         logger.info("lm warm-up epoch %d: train loss %.4f", epoch + 1, loss)
     with atomic_path(path) as tmp:
         torch.save(model.lm.state_dict(), tmp)
@@ -166,7 +174,7 @@ def _resume(folder: Path, model: ClipCapCaptioner, opt: torch.optim.Optimizer) -
 
 
 def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainConfig, folder: str | Path, *,
-                progress: bool = True, track: bool = False) -> dict[str, Any]:
+                progress: bool = True, track: bool = False, compute: Compute | None = None) -> dict[str, Any]:
     """Train one stage into ``folder`` (resuming from ``last.pt``; skipped if ``result.json`` exists).
 
     Returns:
@@ -186,7 +194,7 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
         if stage == 1:
             model.lm.eval()  # frozen LM: deterministic
         train_loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + stage * 100 + epoch,
-                                  f"stage {stage} epoch {epoch}/{st.epochs}", progress)
+                                  f"stage {stage} epoch {epoch}/{st.epochs}", progress, compute=compute)
         val_loss = _mean_loss(model, data.val, cfg.batch_size)
         state["history"].append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss})
         if val_loss < state["best_val_loss"]:
@@ -214,7 +222,7 @@ def _warmup_config(model_cfg: CaptionerConfig) -> CaptionerConfig:
 
 
 def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, tokenizer: Any, data: RunData,
-                 out: Path, cache_dir: str | Path | None) -> Path:
+                 out: Path, cache_dir: str | Path | None, precision: str = "fp32") -> Path:
     """Where the LM warm-up is stored: per run, or shared by runs with identical inputs.
 
     The shared name is a content key: what the warm-up trains on (the training captions in
@@ -226,7 +234,8 @@ def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, tokenizer: Any, d
     key = sha256_json({"config": dataclasses.asdict(_warmup_config(model_cfg)), "seed": cfg.seed,
                        "batch_size": cfg.batch_size, "epochs": cfg.lm_pretrain_epochs, "lr": cfg.lm_pretrain_lr,
                        "grad_clip": cfg.grad_clip, "device": cfg.device, "torch_threads": cfg.torch_threads,
-                       "train_captions": data.train.captions, "tokenizer": _tokenizer_content(tokenizer)})
+                       "train_captions": data.train.captions, "tokenizer": _tokenizer_content(tokenizer),
+                       **({"precision": precision} if precision != "fp32" else {})})
     return Path(cache_dir) / f"lm_{key[:16]}.pt"
 
 
@@ -238,10 +247,10 @@ def _tokenizer_content(tokenizer: Any) -> Any:
 
 
 def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: TrainConfig,
-                   warmup: Path, progress: bool) -> ClipCapCaptioner:
+                   warmup: Path, progress: bool, compute: Compute) -> ClipCapCaptioner:
     lm_path = None
     if not model_cfg.pretrained_dir and cfg.lm_pretrain_epochs > 0:
-        lm_path = pretrain_lm(model_cfg, tokenizer, data, cfg, warmup, progress=progress)
+        lm_path = pretrain_lm(model_cfg, tokenizer, data, cfg, warmup, progress=progress, compute=compute)
     torch.manual_seed(cfg.seed)
     model = create_captioner(model_cfg, tokenizer)
     if lm_path is not None:
@@ -251,8 +260,12 @@ def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cf
 
 def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str | Path, dataset_dir: str | Path,
                     out_dir: str | Path, init_from: str | Path | None = None, progress: bool = True,
-                    track: bool = True, lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
+                    track: bool = True, lm_cache_dir: str | Path | None = None,
+                    compute: Compute | None = None) -> dict[str, Any]:
     """Train a captioner (stages ``cfg.stages``) into ``out_dir``; skipped if its result exists.
+
+    Model and batches go to ``compute.device``, which replaces ``cfg.device`` (recorded in the
+    result); ``compute.precision`` bf16 autocasts the training forward passes on CUDA.
 
     ``init_from`` is a saved captioner to start from (for a stage-2-only run).
     ``lm_cache_dir`` shares the small decoder's LM warm-up between runs whose inputs
@@ -264,7 +277,10 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
 
     Raises:
         ValueError / FileNotFoundError: on bad options, dumps or manifests.
+        DeviceUnavailable: when ``compute`` asks for CUDA and there is none.
     """
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
+    cfg = dataclasses.replace(cfg, device=compute.device)
     out = Path(out_dir)
     if (out / "result.json").is_file():
         logger.info("%s: finished run found, skipping", out / "result.json")
@@ -280,14 +296,16 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
             raise ValueError(f"{init_from}: saved config {model.cfg} differs from the run's {model_cfg}")
     else:
         tokenizer = prepare_tokenizer(model_cfg, data.train, out / "tokenizer")
-        warmup = _warmup_path(model_cfg, cfg, tokenizer, data, out, lm_cache_dir)
-        model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress)
+        warmup = _warmup_path(model_cfg, cfg, tokenizer, data, out, lm_cache_dir, compute.precision)
+        model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress, compute)
     params = {"model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(cfg), "dump": str(dump)}
+    if compute.precision != "fp32":  # recorded only when not the default, so fp32 results keep their bytes
+        params["precision"] = compute.precision
     stages: dict[str, Any] = {}
     with _tracked(track, "captioning-train", params, out.name):
         for stage in cfg.stages:
             stages[str(stage)] = train_stage(model, stage, data, cfg, out / f"stage{stage}",
-                                             progress=progress, track=track)
+                                             progress=progress, track=track, compute=compute)
             _log(track, {f"stage{stage}/best_val_loss": stages[str(stage)]["best_val_loss"]})
     result = {**params, "seed": cfg.seed, "stages": stages,
               "checkpoint": stages[str(cfg.stages[-1])]["checkpoint"]}

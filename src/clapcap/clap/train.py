@@ -34,6 +34,7 @@ from clapcap.clap.model import (
     tiny_preprocessing,
 )
 from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
+from clapcap.compute import Compute, full_precision, or_default, to_device
 from clapcap.config import to_dict
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
@@ -73,34 +74,46 @@ def clap_batches(cache: FeatureCache, tokenizer: Any, *, batch_size: int, seed: 
 
 
 def symmetric_contrastive_loss(model: Any, batch: Batch) -> Any:
-    """CLIP loss: mean of audio->text and text->audio cross-entropy over the batch."""
+    """CLIP loss: mean of audio->text and text->audio cross-entropy over the batch.
+
+    The towers may run under bf16 autocast; the logits, temperature and cross-entropy are
+    computed in fp32 outside it (:func:`~clapcap.compute.full_precision`): a bf16 logit has
+    8 bits of mantissa, too coarse for a softmax over the batch at temperature up to 100.
+    """
     import torch
     import torch.nn.functional as F
 
     audio = model.get_audio_features(input_features=batch["input_features"], is_longer=batch["is_longer"])
     text = model.get_text_features(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    logits_t2a = model.logit_scale_t.exp().clamp(max=100) * text @ audio.T  # (B, B)
-    logits_a2t = model.logit_scale_a.exp().clamp(max=100) * audio @ text.T
-    labels = torch.arange(audio.shape[0], device=audio.device)
-    return (F.cross_entropy(logits_t2a, labels) + F.cross_entropy(logits_a2t, labels)) / 2
+    with full_precision(audio.device.type):
+        audio, text = audio.float(), text.float()  # no-ops on fp32 tensors
+        logits_t2a = model.logit_scale_t.exp().clamp(max=100) * text @ audio.T  # (B, B)
+        logits_a2t = model.logit_scale_a.exp().clamp(max=100) * audio @ text.T
+        labels = torch.arange(audio.shape[0], device=audio.device)
+        return (F.cross_entropy(logits_t2a, labels) + F.cross_entropy(logits_a2t, labels)) / 2
 
 
 def embed_cache(model: Any, tokenizer: Any, cache: FeatureCache, *, column: str = "captions",
                 batch_size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Embed cached clips and all their captions. Returns ``(audio, text, caption_clip_index)``."""
+    """Embed cached clips and all their captions on the model's device, in fp32 (no autocast).
+
+    Returns:
+        ``(audio, text, caption_clip_index)`` as NumPy arrays (on the CPU).
+    """
     import torch
 
     caps = [(i, c) for i, cs in enumerate(cache.captions[column]) for c in cs]
     audio, text = [], []
+    device = next(model.parameters()).device  # batches follow the model (hand-written: one line)
     model.eval()
     with torch.inference_mode():
         for s in range(0, len(cache), batch_size):
-            feats = torch.from_numpy(cache.features[s:s + batch_size].astype(np.float32))
-            longer = torch.from_numpy(cache.is_longer[s:s + batch_size])
-            audio.append(model.get_audio_features(input_features=feats, is_longer=longer).numpy())
+            feats = torch.from_numpy(cache.features[s:s + batch_size].astype(np.float32)).to(device)
+            longer = torch.from_numpy(cache.is_longer[s:s + batch_size]).to(device)
+            audio.append(model.get_audio_features(input_features=feats, is_longer=longer).float().cpu().numpy())
         for s in range(0, len(caps), batch_size):
             enc = tokenize(tokenizer, [c for _, c in caps[s:s + batch_size]])
-            text.append(model.get_text_features(**enc).numpy())
+            text.append(model.get_text_features(**{k: v.to(device) for k, v in enc.items()}).float().cpu().numpy())
     return np.concatenate(audio), np.concatenate(text), np.array([i for i, _ in caps], dtype=np.int64)
 
 
@@ -130,8 +143,13 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         loss_fn: LossFn = symmetric_contrastive_loss,
         evaluate: Callable[[Any], dict[str, float]] | None = None,
         on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
-        signature: str = "", progress: bool = True) -> list[dict[str, float]]:
-    """Train ``model`` for ``epochs``, resuming from ``checkpoint_path`` when it exists.
+        signature: str = "", progress: bool = True, compute: Compute | None = None) -> list[dict[str, float]]:
+    """Train ``model`` for ``epochs`` on ``compute.device``, resuming from ``checkpoint_path``.
+
+    The model is moved to ``compute.device`` before the optimizer is built, and each batch
+    before its step (:func:`~clapcap.compute.to_device`); ``loss_fn`` runs under
+    :meth:`~clapcap.compute.Compute.autocast` (bf16 on CUDA only when asked; a no-op with fp32).
+    ``compute`` None = the defaults with the environment overrides (:func:`~clapcap.compute.or_default`).
 
     ``make_batches(epoch)`` returns that epoch's batches; ``loss_fn(model, batch)`` returns a
     scalar tensor. After each epoch the model, optimizer, scheduler, torch's RNG state and the
@@ -147,6 +165,8 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     import torch
     from tqdm.auto import tqdm
 
+    compute = or_default(compute)
+    model.to(compute.device)  # hand-written placement: the loop below is ours, not accelerate's
     steps_per_epoch = len(make_batches(0))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(warmup_steps, epochs * steps_per_epoch))
@@ -156,7 +176,8 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         t0, losses = time.perf_counter(), []
         model.train()
         for batch in tqdm(make_batches(epoch), desc=f"epoch {epoch + 1}/{epochs}", disable=not progress, leave=False):
-            loss = loss_fn(model, batch)
+            with compute.autocast():
+                loss = loss_fn(model, to_device(batch, compute))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -276,11 +297,17 @@ _UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", 
               "collapse_alpha")
 
 
-def run_signature(cfg: TrainClapParams, dataset_dir: Path) -> str:
+def run_signature(cfg: TrainClapParams, dataset_dir: Path, compute: Compute | None = None) -> str:
     """Hash of what decides the trained weights: the params and the dataset's content (no
-    path, no mtime, so two clones of the repository agree)."""
+    path, no mtime, so two clones of the repository agree).
+
+    The device is not part of it (a run resumes across devices; docs/compute.md). A bf16 run
+    adds its precision, so it never passes for an fp32 run; fp32 leaves the hash unchanged.
+    """
 
     params = {k: v for k, v in to_dict(cfg).items() if k not in _UNTRACKED}
+    if compute is not None and compute.precision != "fp32":
+        params["precision"] = compute.precision
     return sha256_json([params, dataset_fingerprint(dataset_dir)])
 
 
@@ -297,8 +324,9 @@ def _load_done(result_path: Path, signature: str) -> TrainClapResult | None:
 
 def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_dir: str | Path | None = None,
                *, progress: bool = True,
-               on_epoch_end: Callable[[int, dict[str, float]], None] | None = None) -> TrainClapResult:
-    """Train the tiny default CLAP on the train split; save it to ``out_dir/model``.
+               on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
+               compute: Compute | None = None) -> TrainClapResult:
+    """Train the tiny default CLAP on the train split on ``compute.device``; save it to ``out_dir/model``.
 
     Skips all work when ``out_dir/train_result.json`` exists for the same params
     (:func:`run_signature`). Resumes from ``out_dir/checkpoints/last.pt`` after a crash, even
@@ -315,9 +343,9 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     """
     import torch
 
-
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     dataset_dir, out_dir = Path(dataset_dir or cfg.dataset_dir), Path(out_dir or cfg.out_dir)
-    sig = run_signature(cfg, dataset_dir)
+    sig = run_signature(cfg, dataset_dir, compute)
     done = _load_done(out_dir / RESULT, sig)
     if done is not None:
         return done
@@ -338,7 +366,7 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
                   checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
                   weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, signature=sig,
                   evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
-                  on_epoch_end=on_epoch_end, progress=progress)
+                  on_epoch_end=on_epoch_end, progress=progress, compute=compute)
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=tiny_preprocessing(cfg.model))
@@ -373,7 +401,8 @@ def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str 
                                  dataset=dataset_fingerprint(cfg.dataset_dir))
 
 
-def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainClapResult:
+def run_train_clap(params: TrainClapParams, *, progress: bool = True,
+                   compute: Compute | None = None) -> TrainClapResult:
     """:func:`train_clap` inside an MLflow run (when ``params.track``): per-epoch metrics, the
     result file, and the model registered as ``registered_model`` with alias ``alias``.
 
@@ -381,12 +410,14 @@ def run_train_clap(params: TrainClapParams, *, progress: bool = True) -> TrainCl
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
     """
 
+    compute = or_default(compute)
     if not params.track:
-        return train_clap(params, progress=progress)
+        return train_clap(params, progress=progress, compute=compute)
     from clapcap import tracking
 
-    with tracking.stage_run("train_clap", experiment="clapcap-retrieval", params=to_dict(params)):
-        res = train_clap(params, progress=progress,
+    with tracking.stage_run("train_clap", experiment="clapcap-retrieval",
+                            params={**to_dict(params), "compute": compute.to_dict()}):
+        res = train_clap(params, progress=progress, compute=compute,
                          on_epoch_end=lambda epoch, row: tracking.log_metrics(row, step=epoch))
         tracking.set_tags({"skipped": res.skipped})
         if not res.skipped:

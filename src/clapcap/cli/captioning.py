@@ -12,7 +12,7 @@ import importlib.util
 import logging
 from typing import Any
 
-from clapcap.cli._common import add_command, add_group
+from clapcap.cli._common import add_command, add_group, compute_of
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def _params(args: argparse.Namespace) -> Any:
 def _train(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import run_ablation
 
-    records = run_ablation(_params(args), "lm", lm=args.lm, seed=args.seed)
+    records = run_ablation(_params(args), "lm", lm=args.lm, seed=args.seed, compute=compute_of(args))
     for rec in records:
         logger.info("%s: test %s", rec["spec"]["name"], rec["test"]["corpus"])
     return 0
@@ -39,7 +39,7 @@ def _train(args: argparse.Namespace) -> int:
 def _lr_search(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import run_lr_search
 
-    best = run_lr_search(_params(args), args.lm)
+    best = run_lr_search(_params(args), args.lm, compute=compute_of(args))
     logger.info("chosen LRs: stage 1 %.2e, stage 2 projection %.2e LM %.2e (plot %s)",
                 best["stage1_lr_projection"], best["stage2_lr_projection"], best["stage2_lr_lm"], best["plot"])
     return 0
@@ -55,7 +55,8 @@ def _generate(args: argparse.Namespace) -> int:
                               no_repeat_ngram_size=args.no_repeat_ngram_size, top_p=args.top_p,
                               max_new_tokens=args.max_new_tokens, trim_sentences=args.trim_sentences,
                               trim_words=args.trim_words, seed=args.seed)
-    preds = caption_dump(args.checkpoint, args.dump, decoding, embedding_key=args.embedding_key)
+    preds = caption_dump(args.checkpoint, args.dump, decoding, embedding_key=args.embedding_key,
+                         compute=compute_of(args))
     write_json(args.out, preds)
     logger.info("wrote %d captions to %s", len(preds), args.out)
     return 0
@@ -78,7 +79,8 @@ def _caption(args: argparse.Namespace) -> int:
 def _ablate(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import run_ablation
 
-    records = run_ablation(_params(args), args.kind, lm=args.lm, name=args.name, seed=args.seed)
+    records = run_ablation(_params(args), args.kind, lm=args.lm, name=args.name, seed=args.seed,
+                           compute=compute_of(args))
     logger.info("%d %s configuration(s) done", len(records), args.kind)
     return 0
 
@@ -86,9 +88,9 @@ def _ablate(args: argparse.Namespace) -> int:
 def _noise_floor(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import noise_floor
 
-    params = _params(args)
+    params, compute = _params(args), compute_of(args)
     for lm in [args.lm] if args.lm else params.lms:
-        floor = noise_floor(params, lm)
+        floor = noise_floor(params, lm, compute=compute)
         logger.info("%s noise floor: %s", lm, {m: (round(v["mean"], 4), round(v["std"], 4))
                                                for m, v in floor["metrics"].items()})
     return 0

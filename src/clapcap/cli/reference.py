@@ -6,7 +6,7 @@ import argparse
 import logging
 from typing import Any
 
-from clapcap.cli._common import add_command, add_group
+from clapcap.cli._common import add_command, add_group, compute_of
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def _generate(args: argparse.Namespace) -> int:
     spec = find_spec(params, args.name)
     split_json = args.split_json or f"{params.split_dir}/split.json"
     # An ApiError exits 1; progress so far is kept in the cache, so a rerun resumes.
-    generate_reference(spec, split_json, args.out_dir or params.out_dir)
+    generate_reference(spec, split_json, args.out_dir or params.out_dir, compute=compute_of(args))
     return 0
 
 

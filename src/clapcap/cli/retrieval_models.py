@@ -11,22 +11,22 @@ import argparse
 import json
 from typing import Any
 
-from clapcap.cli._common import add_command
+from clapcap.cli._common import add_command, compute_of
 
 
 def _embed(args: argparse.Namespace) -> int:
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
 
+    compute = compute_of(args)  # --device, else params.yaml's compute section; fails fast without CUDA
     cfg = EncoderConfig(name=args.name, backend=args.backend, checkpoint=args.checkpoint,
-                        enable_fusion=args.enable_fusion, batch_size=args.batch_size, hf_home=args.hf_home,
-                        device=args.device)
+                        enable_fusion=args.enable_fusion, batch_size=args.batch_size, hf_home=args.hf_home)
     if cfg.backend == "laion_clap" and cfg.hf_home:
         from clapcap.encoders.laion import prepare_laion_env
 
         prepare_laion_env(cfg.hf_home)
     out = embed_dataset(cfg, args.dataset, args.split, args.out, caption_column=args.caption_column,
-                        max_clips=args.max_clips, save_frames=args.save_frames)
+                        max_clips=args.max_clips, save_frames=args.save_frames, compute=compute)
     print(out)
     return 0
 
@@ -54,7 +54,7 @@ def _identity_check(args: argparse.Namespace) -> int:
         prepare_laion_env(params.hf_home)
     from clapcap.encoders.crosscheck import run_checkpoint_identity
 
-    reports = run_checkpoint_identity(params)
+    reports = run_checkpoint_identity(params, compute=compute_of(args))
     print(json.dumps({k: r["verdict"] for k, r in reports.items()}, indent=2))
     return 0 if reports["identity"]["cross_pipeline_comparable"] else 1
 
@@ -67,7 +67,7 @@ def _train_clap(args: argparse.Namespace) -> int:
     params = load_section(TrainClapParams, "train_clap", args.params)
     if args.no_track:
         params.track = False
-    res = run_train_clap(params)
+    res = run_train_clap(params, compute=compute_of(args))
     print(json.dumps({"model_dir": res.model_dir, "val": res.val, "skipped": res.skipped}, indent=2))
     return 0
 
@@ -88,7 +88,8 @@ def register_commands(group: Any) -> None:
     p.add_argument("--max-clips", type=int, default=None)
     p.add_argument("--save-frames", action="store_true", help="hf_frames: store frame-level outputs")
     p.add_argument("--hf-home", default="", help="laion_clap: offline HF cache folder (built if missing)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="", help="auto, cpu, cuda or cuda:N (default: params.yaml's compute "
+                   "section, else auto); CLAPCAP_DEVICE wins")
 
     p = add_command(group, "identity", _identity, "do two dumps of the same data come from one checkpoint?")
     p.add_argument("--a", required=True, help="dump A (.npz)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clapcap.cli._common import add_command, add_group
+from clapcap.cli._common import add_command, add_group, compute_of
 
 
 def _paraphrase(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def _train(args: argparse.Namespace) -> int:
     from clapcap.robust.config import RobustTrainParams
     from clapcap.robust.train import run_robust_train
 
-    result = run_robust_train(load_section(RobustTrainParams, "robust_train", args.params))
+    result = run_robust_train(load_section(RobustTrainParams, "robust_train", args.params), compute=compute_of(args))
     print(result.model_dir)
     return 0
 
@@ -44,7 +44,7 @@ def _benchmark(args: argparse.Namespace) -> int:
     from clapcap.robust.config import RobustBenchParams
 
     params = load_section(RobustBenchParams, "robust_benchmark", args.params)
-    result = run_robust_benchmark(params)
+    result = run_robust_benchmark(params, compute=compute_of(args))
     print(f"{params.out_dir}/benchmark.md; register: {result['register']['reason']}")
     return 0
 

@@ -8,7 +8,7 @@ This module imports no backend, so every backend can import it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,7 +34,10 @@ class EncoderConfig:
             with the checkpoint (``clapcap_encoder.json``), else no clamp.
         fusion_seed: seed of the fusion crops of clips longer than the window (fused models).
         batch_size: clips or captions per forward pass.
-        device: torch device string.
+        device: the torch device the encoder runs on. Not a ``params.yaml`` key: the steps
+            set it from the ``compute`` section (:meth:`with_device`), so that one setting
+            decides every model's device (docs/compute.md). It is part of a dump's meta and
+            signature, so a CUDA dump is never taken for a CPU one.
         hf_home: laion_clap only: offline HF cache folder (built when missing, see
             :mod:`clapcap.encoders.hf_cache`); empty = the environment's.
         tiny_seed: seed of the random tiny model when ``checkpoint`` is empty.
@@ -48,12 +51,18 @@ class EncoderConfig:
     mel_floor_db: float | None = None
     fusion_seed: int = 0
     batch_size: int = 16
-    device: str = "cpu"
+    device: str = field(default="cpu", init=False)
     hf_home: str = ""
     tiny_seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def with_device(self, device: str) -> EncoderConfig:
+        """A copy of this config that runs on ``device`` (a resolved :class:`~clapcap.compute.Compute` device)."""
+        out = replace(self)
+        out.device = device
+        return out
 
 
 @runtime_checkable

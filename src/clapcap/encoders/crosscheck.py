@@ -21,6 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from clapcap.compute import Compute, or_default
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.config import IdentityParams
 from clapcap.encoders.convert import convert_laion_checkpoint
@@ -54,14 +55,19 @@ def _control_model(hf_dir: Path, out_dir: Path, seed: int) -> Path:
     return out_dir
 
 
-def run_checkpoint_identity(params: IdentityParams, *, progress: bool = True) -> dict[str, Any]:
-    """Run the laion_clap vs transformers identity check; returns ``{"identity", "control"}`` reports.
+def run_checkpoint_identity(params: IdentityParams, *, progress: bool = True,
+                            compute: Compute | None = None) -> dict[str, Any]:
+    """Run the laion_clap vs transformers identity check (both embedding on ``compute.device``).
+
+    Returns:
+        ``{"identity", "control"}`` reports.
 
     Raises:
         LaionEnvError / AssetError: when laion_clap cannot be imported offline.
         ConversionError: when the laion state dict does not convert.
+        DeviceUnavailable: when ``compute`` asks for CUDA and there is none.
     """
-
+    compute = or_default(compute)
     prepare_laion_env(params.hf_home or None)
 
     out = Path(params.out_dir)
@@ -70,10 +76,10 @@ def run_checkpoint_identity(params: IdentityParams, *, progress: bool = True) ->
     laion_cfg = EncoderConfig(name="laion", backend="laion_clap", checkpoint=str(ckpt), **common)
     module = None
     if not ckpt.is_file():
-        module = build_laion_module(enable_fusion=params.enable_fusion, seed=params.seed)
+        module = build_laion_module(enable_fusion=params.enable_fusion, seed=params.seed, device=compute.device)
         save_laion_checkpoint(module, ckpt)
     encoder = LaionClapEncoder(module, checkpoint=str(ckpt), batch_size=4) if module is not None else None
-    kw = dict(max_clips=params.max_clips, progress=progress)
+    kw = dict(max_clips=params.max_clips, progress=progress, compute=compute)
     a = embed_dataset(laion_cfg, params.dataset_dir, params.split, out / "laion.npz", encoder=encoder, **kw)
     hf_dir = Path(params.hf_checkpoint) if params.hf_checkpoint else out / "hf_converted"
     if not params.hf_checkpoint and not (hf_dir / "config.json").is_file():

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError
 from clapcap.data.audio import load_audio
 from clapcap.data.dump import DumpError, EmbeddingDump, load_dump, save_dump
@@ -110,10 +111,12 @@ def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: i
 def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
                   caption_column: str = "captions", max_clips: int | None = None, save_frames: bool = False,
                   progress: bool = True, encoder: AudioEncoder | None = None,
-                  partial_root: str | Path | None = None) -> Path:
-    """Embed the clips and captions of ``split`` and write the dump to ``out_path``.
+                  partial_root: str | Path | None = None, compute: Compute | None = None) -> Path:
+    """Embed the clips and captions of ``split`` on ``compute.device`` and write the dump to ``out_path``.
 
-    Resumes the batches a killed run finished (:mod:`clapcap.encoders.partial`).
+    Resumes the batches a killed run finished (:mod:`clapcap.encoders.partial`). The device
+    replaces ``encoder_cfg.device`` and is recorded in the dump's meta and signature.
+    Embedding always runs in fp32 (``compute.precision`` is a training setting; docs/compute.md).
 
     Args:
         encoder: an already built encoder for ``encoder_cfg`` (saves reloading it).
@@ -126,9 +129,11 @@ def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: st
     Raises:
         ValueError: on an empty split or a missing/empty caption column (names file and clip).
         AudioError: naming the audio file that cannot be decoded.
+        DeviceUnavailable: when ``compute`` asks for CUDA and there is none.
     """
     import torch
 
+    encoder_cfg = encoder_cfg.with_device(or_default(compute).device)
     dataset_dir, out_path = Path(dataset_dir), Path(out_path)
     sig = _signature(encoder_cfg, dataset_dir, split, caption_column, max_clips)
     if is_complete(out_path, sig):
@@ -174,8 +179,10 @@ def dump_path(out_dir: str | Path, encoder: str, dataset: str, split: str, colum
     return Path(out_dir) / encoder / dataset / f"{name}.npz"
 
 
-def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True) -> list[Path]:
-    """Stage ``embed`` for one encoder x dataset: every split x caption column in ``params``.
+def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True,
+              compute: Compute | None = None) -> list[Path]:
+    """Stage ``embed`` for one encoder x dataset: every split x caption column in ``params``,
+    embedded on ``compute.device``.
 
     ``params`` is an :class:`~clapcap.encoders.config.EmbedParams`. The encoder is built once.
     The per-batch progress of a killed run is kept in ``<out_dir>/.partial/<encoder>/<dataset>/``
@@ -186,12 +193,14 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
 
     Raises:
         ConfigError: naming the unknown encoder or dataset and the known ones.
+        DeviceUnavailable: when ``compute`` asks for CUDA and there is none (before any work).
     """
+    compute = or_default(compute)
     if encoder not in params.encoders:
         raise ConfigError(f"embed.encoders has no {encoder!r}; known: {sorted(params.encoders)}")
     if dataset not in params.datasets:
         raise ConfigError(f"embed.datasets has no {dataset!r}; known: {sorted(params.datasets)}")
-    cfg = params.encoders[encoder]
+    cfg = params.encoders[encoder].with_device(compute.device)
     if cfg.backend == "laion_clap":
 
         prepare_laion_env(cfg.hf_home or None)
@@ -207,7 +216,8 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True)
             if not is_complete(out, sig):
                 built = built or create_encoder(cfg)
             paths.append(embed_dataset(cfg, params.datasets[dataset], split, out, caption_column=column,
-                                       progress=progress, encoder=built, partial_root=partial_root))
+                                       progress=progress, encoder=built, partial_root=partial_root,
+                                       compute=compute))
     for folder in (partial_root, partial_root.parent, partial_root.parent.parent):  # empty once all are done
         try:
             folder.rmdir()

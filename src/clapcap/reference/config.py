@@ -24,7 +24,7 @@ class HFLocalConfig:
 
     model_dir: str = ""
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"  # auto: bf16 on CUDA, fp32 on CPU
-    device: str = "auto"                                               # auto: cuda if available
+    device: str = "auto"                                               # auto: the compute section's device
     system_prompt: str | None = None                                   # None: the template's default
 
 

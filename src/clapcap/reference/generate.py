@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from clapcap.compute import Compute
 from clapcap.evaluation.captioning_metrics import check_caption_inputs
 from clapcap.evaluation.leakage import LeakageParams
 from clapcap.evaluation.shared_split import (
@@ -73,11 +74,11 @@ def import_predictions(src: str | Path, split: ReferenceSplit, dst: str | Path) 
     return write_json(dst, {c.clip_id: data[c.clip_id] for c in split.clips})
 
 
-def make_captioner(spec: ReferenceSpec) -> BatchCaptioner:
-    """The batch captioning function of a generating backend."""
+def make_captioner(spec: ReferenceSpec, compute: Compute | None = None) -> BatchCaptioner:
+    """The batch captioning function of a generating backend (a local model on ``compute.device``)."""
     if spec.backend == "hf_local":
 
-        return HFLocalCaptioner(spec.hf, spec.generation).caption_batch
+        return HFLocalCaptioner(spec.hf, spec.generation, compute=compute).caption_batch
     if spec.backend == "openai_api":
 
         api = ApiCaptioner(spec.api, spec.generation)
@@ -108,7 +109,8 @@ def run_captioner(captioner: BatchCaptioner, split: ReferenceSplit, cache: Resum
 
 
 def generate_reference(spec: ReferenceSpec, split_json: str | Path, out_dir: str | Path, *,
-                       captioner: BatchCaptioner | None = None, progress: bool = True) -> Path:
+                       captioner: BatchCaptioner | None = None, progress: bool = True,
+                       compute: Compute | None = None) -> Path:
     """Produce ``out_dir/<name>/predictions.json`` for one reference (skip when it exists).
 
     ``captioner`` overrides the backend's (for tests and custom models).
@@ -130,7 +132,7 @@ def generate_reference(spec: ReferenceSpec, split_json: str | Path, out_dir: str
         return import_predictions(spec.predictions_file, split, dst)
     cache = progress_cache(dst.parent / "progress.jsonl")
     if any(c.clip_id not in cache for c in split.clips):
-        captioner = captioner or make_captioner(spec)
+        captioner = captioner or make_captioner(spec, compute)
     # An API request captions one clip: record each answer at once, so a kill repeats at
     # most the one paid call in flight (batch_size is for local models).
     batch_size = 1 if spec.backend == "openai_api" else spec.generation.batch_size
@@ -145,8 +147,9 @@ def scores_path(out_dir: str | Path, name: str) -> Path:
 
 def run_reference(spec: ReferenceSpec, split_dir: str | Path, out_dir: str | Path, *,
                   metrics: list[str] | None = None, leakage: LeakageParams | None = None,
-                  progress: bool = False) -> Path:
+                  progress: bool = False, compute: Compute | None = None) -> Path:
     """Generate (or import) then score one reference; skipped when its scores file exists.
+    A local model runs on ``compute.device``.
 
     Returns:
         The path of ``out_dir/<name>/scores.json``.
@@ -157,14 +160,14 @@ def run_reference(spec: ReferenceSpec, split_dir: str | Path, out_dir: str | Pat
         logger.info("%s exists, skipping %s", dst, spec.name)
         return dst
     split_dir = Path(split_dir)
-    preds = generate_reference(spec, split_dir / "split.json", out_dir, progress=progress)
+    preds = generate_reference(spec, split_dir / "split.json", out_dir, progress=progress, compute=compute)
     score_reference(preds, split_dir / "split.csv", spec.name, out_path=dst,
                     held_out_name=spec.held_out_name, trim_words=spec.trim_words,
                     trim_sentences=spec.trim_sentences, metrics=metrics, leakage=leakage)
     return dst
 
 
-def run_all_references(params: ReferenceParams) -> dict[str, Path]:
+def run_all_references(params: ReferenceParams, *, compute: Compute | None = None) -> dict[str, Path]:
     """Dump the split if needed, run every configured reference in turn (DVC stage), and
     write ``out_dir/summary.json`` (per reference: leakage verdict and the reportable row).
 
@@ -176,7 +179,7 @@ def run_all_references(params: ReferenceParams) -> dict[str, Path]:
     if not ((split_dir / "split.csv").is_file() and (split_dir / "split.json").is_file()):
         dump_split(params.dataset_dir, split_dir, split=params.split)
     paths = {spec.name: run_reference(spec, split_dir, params.out_dir, metrics=params.metrics,
-                                      leakage=params.leakage) for spec in params.references}
+                                      leakage=params.leakage, compute=compute) for spec in params.references}
     summary = {}
     for name, path in paths.items():
         scores = read_json(path)

@@ -4,7 +4,8 @@ The folder holds a ``config.json`` whose ``architectures[0]`` names a transforme
 (``Qwen2AudioForConditionalGeneration``, ...) and a processor with a chat template that
 takes ``{"type": "audio"}`` entries and ``processor(text=..., audio=..., sampling_rate=...)``
 (the Qwen2-Audio convention). Decoding is greedy (``do_sample=False``, one beam,
-``repetition_penalty=1.0``); bf16 on CUDA, fp32 on CPU unless ``dtype`` says otherwise.
+``repetition_penalty=1.0``); bf16 on CUDA, fp32 on CPU unless ``dtype`` says otherwise. The
+device is the ``compute`` section's (``hf.device: auto``), or ``hf.device`` when set.
 """
 
 from __future__ import annotations
@@ -13,16 +14,22 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from clapcap.compute import Compute, ComputeParams, or_default, resolve
 from clapcap.data.audio import load_audio
 from clapcap.reference.config import GenerationConfig, HFLocalConfig
 
 logger = logging.getLogger(__name__)
 
 
-def _dtype_and_device(cfg: HFLocalConfig) -> tuple[Any, str]:
+def _dtype_and_device(cfg: HFLocalConfig, compute: Compute | None) -> tuple[Any, str]:
+    """The model's dtype and device: ``hf.device`` ``auto`` follows the ``compute`` section;
+    an explicit one is checked the same way (CUDA must exist; ``CLAPCAP_DEVICE`` still wins)."""
     import torch
 
-    device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if cfg.device == "auto":
+        device = or_default(compute).device
+    else:
+        device = resolve(ComputeParams(device=cfg.device)).device
     name = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if device.startswith("cuda") else "float32")
     return getattr(torch, name), device
 
@@ -30,10 +37,17 @@ def _dtype_and_device(cfg: HFLocalConfig) -> tuple[Any, str]:
 class HFLocalCaptioner:
     """Caption batches of clips with a local audio-language model."""
 
-    def __init__(self, cfg: HFLocalConfig, gen: GenerationConfig) -> None:
+    def __init__(self, cfg: HFLocalConfig, gen: GenerationConfig, *, compute: Compute | None = None) -> None:
+        """Load the model folder ``cfg.model_dir`` onto its device (see :func:`_dtype_and_device`).
+
+        Raises:
+            FileNotFoundError / ValueError: when the folder is not a transformers model.
+            DeviceUnavailable: when CUDA is asked for and there is none.
+        """
         import transformers
         from transformers import AutoConfig, AutoProcessor
 
+        self.dtype, self.device = _dtype_and_device(cfg, compute)  # first: a missing CUDA fails at once
         folder = Path(cfg.model_dir)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(f"{folder}: no config.json; hf.model_dir must be a local model folder")
@@ -41,7 +55,6 @@ class HFLocalCaptioner:
         model_cls = getattr(transformers, arch or "", None)
         if model_cls is None:
             raise ValueError(f"{folder}/config.json: architecture {arch!r} is not a transformers class")
-        self.dtype, self.device = _dtype_and_device(cfg)
         self.processor = AutoProcessor.from_pretrained(folder)
         self.processor.tokenizer.padding_side = "left"  # decoder-only batch generation
         self.model = model_cls.from_pretrained(folder, torch_dtype=self.dtype).to(self.device).eval()

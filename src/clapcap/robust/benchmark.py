@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from clapcap.clap.features import iter_split_audio
+from clapcap.compute import Compute, or_default
 from clapcap.config import to_dict
 from clapcap.data.dump import EmbeddingDump, normalize, save_dump
 from clapcap.data.prepare import load_dataset
@@ -109,15 +110,17 @@ def load_waves(dataset_dir: str, split: str, sample_rate: int) -> tuple[list[np.
 
 
 def evaluate_model(name: str, model_dir: str, df: pd.DataFrame, waves: list[np.ndarray],
-                   params: RobustBenchParams) -> tuple[dict[str, PerQuery], dict[str, Any]]:
-    """Embed ``df``'s clips and every benchmark's texts with one model.
+                   params: RobustBenchParams, *,
+                   compute: Compute | None = None) -> tuple[dict[str, PerQuery], dict[str, Any]]:
+    """Embed ``df``'s clips and every benchmark's texts with one model on ``compute.device``.
 
     Returns:
         ``(per_query, summary)``: per benchmark (and ``zero_shot``) the per-query metrics,
         and per benchmark the aggregated metrics with bootstrap intervals (``ci``).
     """
 
-    enc = create_encoder(EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size))
+    cfg = EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size)
+    enc = create_encoder(cfg.with_device(or_default(compute).device))
     audio = enc.embed_audio(waves)
     pqs: dict[str, PerQuery] = {}
     summary: dict[str, Any] = {}
@@ -221,8 +224,9 @@ def _decide(paired: dict[str, Any], params: RobustBenchParams) -> dict[str, Any]
     return {"decision": decision, "reason": reason, "basis": "paired bootstrap of this fine-tune"}
 
 
-def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
-    """Benchmark every model of ``params.models``; write JSON, Markdown and LaTeX tables.
+def run_benchmark(params: RobustBenchParams, *, compute: Compute | None = None) -> dict[str, Any]:
+    """Benchmark every model of ``params.models`` (embedding on ``compute.device``); write
+    JSON, Markdown and LaTeX tables.
 
     Returns:
         The result dict (also ``out_dir/benchmark.json``): ``models`` (per model and
@@ -233,7 +237,7 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
         FileNotFoundError: when a model folder or the manifest is missing.
         ValueError: when ``base``/``candidate`` are not in ``models`` or a column is missing.
     """
-
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     for key in (params.base, params.candidate):
         if key not in params.models:
             raise ValueError(f"robust_benchmark: {key!r} is not one of models {list(params.models)}")
@@ -248,7 +252,7 @@ def run_benchmark(params: RobustBenchParams) -> dict[str, Any]:
     pqs, result = {}, {"split": params.split, "params": asdict(params), "models": {}, "drops": {}}
     for name, path in params.models.items():
         logger.info("benchmarking %s (%s) on %d %s clips", name, path, len(df), params.split)
-        pqs[name], result["models"][name] = evaluate_model(name, path, df, waves, params)
+        pqs[name], result["models"][name] = evaluate_model(name, path, df, waves, params, compute=compute)
         result["drops"][name] = drops(pqs[name], params)
     result["paired"] = {bench: paired_bootstrap(pqs[params.candidate][bench], pqs[params.base][bench],
                                                 n_resamples=params.n_resamples, seed=params.seed,
@@ -293,19 +297,21 @@ def _flat_metrics(result: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def run_robust_benchmark(params: RobustBenchParams) -> dict[str, Any]:
+def run_robust_benchmark(params: RobustBenchParams, *, compute: Compute | None = None) -> dict[str, Any]:
     """:func:`run_benchmark` inside an MLflow run (when ``params.track``); registers the
     candidate as ``registered_model`` (alias ``alias``) when it beats the base.
 
     Returns:
         The benchmark result, with ``register.version`` when the model was registered.
     """
+    compute = or_default(compute)
     if not params.track:
-        return run_benchmark(params)
+        return run_benchmark(params, compute=compute)
     from clapcap import tracking
 
-    with tracking.stage_run("robust_benchmark", experiment=params.experiment, params=to_dict(params)):
-        result = run_benchmark(params)
+    with tracking.stage_run("robust_benchmark", experiment=params.experiment,
+                            params={**to_dict(params), "compute": compute.to_dict()}):
+        result = run_benchmark(params, compute=compute)
         tracking.log_metrics(_flat_metrics(result))
         for name in ("benchmark.json", "benchmark.md", "benchmark.tex"):
             tracking.log_artifact(Path(params.out_dir) / name)

@@ -100,12 +100,14 @@ def view_batches(cache: FeatureCache, tokenizer: Any, clips: np.ndarray, *, batc
 
 
 def text_embeddings(model: Any, tokenizer: Any, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
-    """(N, D) float32 text embeddings of ``texts`` (eval mode, no gradient)."""
+    """(N, D) float32 text embeddings of ``texts`` (eval mode, no gradient, on the model's device)."""
     import torch
 
+    device = next(model.parameters()).device  # tokens follow the model (hand-written: one line)
     model.eval()
     out = []
     with torch.inference_mode():
         for s in range(0, len(texts), batch_size):
-            out.append(model.get_text_features(**tokenize(tokenizer, texts[s:s + batch_size])).float().numpy())
+            tokens = {k: v.to(device) for k, v in tokenize(tokenizer, texts[s:s + batch_size]).items()}
+            out.append(model.get_text_features(**tokens).float().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 1), dtype=np.float32)

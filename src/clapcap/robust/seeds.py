@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.reporting.conclusions import (
@@ -56,7 +57,7 @@ _FINDINGS = (
 
 
 def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
-                 progress: bool) -> dict[int, str]:
+                 progress: bool, compute: Compute) -> dict[int, str]:
     """Seed -> model folder: the stage's own model for its seed, a fine-tune for the others."""
     out = {}
     for seed in study.seeds:
@@ -65,7 +66,7 @@ def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
             continue
         run = replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False)
         logger.info("fine-tuning %s with seed %d -> %s", label, seed, run.out_dir)
-        out[seed] = train_robust_clap(run, progress=progress).model_dir
+        out[seed] = train_robust_clap(run, progress=progress, compute=compute).model_dir
     return out
 
 
@@ -75,8 +76,10 @@ def _scores(pqs: dict[int, dict[str, Any]], bench: str, direction: str, metric: 
 
 
 def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: RobustBenchParams,
-                   study: RobustSeedParams, *, progress: bool = True) -> list[dict]:
-    """Fine-tune the missing seeds, score every model, test the findings, write them.
+                   study: RobustSeedParams, *, progress: bool = True,
+                   compute: Compute | None = None) -> list[dict]:
+    """Fine-tune the missing seeds, score every model, test the findings, write them
+    (training and embedding on ``compute.device``).
 
     Returns:
         The finding entries written to ``study.conclusions``.
@@ -86,20 +89,21 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
             ``bench``, or the two fine-tunes were trained with different seeds.
         FileNotFoundError: when a model folder or the paraphrase manifest is missing.
     """
-
+    compute = or_default(compute)
     for name in (bench.base, bench.candidate, study.control):
         if name not in bench.models:
             raise ValueError(f"robust_seeds: {name!r} is not one of robust_benchmark.models {list(bench.models)}")
     if train.seed != control.seed:
         raise ValueError(f"robust_train.seed {train.seed} != robust_control.seed {control.seed}: "
                          "the seed study pairs them seed by seed")
-    dirs = {"candidate": _seed_models(train, study, "candidate", progress),
-            "control": _seed_models(control, study, "control", progress)}
+    dirs = {"candidate": _seed_models(train, study, "candidate", progress, compute),
+            "control": _seed_models(control, study, "control", progress, compute)}
     df = load_dataset(bench.paraphrase_dir).split(bench.split)
     waves, _ = load_waves(bench.paraphrase_dir, bench.split, sample_rate_of(bench))
     scoring = replace(bench, out_dir=study.results_dir, n_resamples=10)  # per-model CIs unused here
-    base_pq, _ = evaluate_model(bench.base, bench.models[bench.base], df, waves, scoring)
-    pqs = {role: {s: evaluate_model(f"{role}_seed{s}", d, df, waves, scoring)[0] for s, d in seeds.items()}
+    base_pq, _ = evaluate_model(bench.base, bench.models[bench.base], df, waves, scoring, compute=compute)
+    pqs = {role: {s: evaluate_model(f"{role}_seed{s}", d, df, waves, scoring, compute=compute)[0]
+                  for s, d in seeds.items()}
            for role, seeds in dirs.items()}
     findings = []
     for suffix, statement, b, direction, metric, against, claim, with_margin in _FINDINGS:

@@ -25,6 +25,7 @@ from clapcap.clap.features import cache_features
 from clapcap.clap.model import SPECIALS, build_tokenizer, build_vocab, load_clap, save_clap
 from clapcap.clap.preprocessing import ClapPreprocessing
 from clapcap.clap.train import check_collapse, embed_cache, fit, t2a_recall
+from clapcap.compute import Compute, full_precision, or_default
 from clapcap.config import from_dict, to_dict
 from clapcap.data.prepare import load_dataset
 from clapcap.robust.config import RobustTrainParams
@@ -83,8 +84,10 @@ def make_loss_fn(cfg: MultiViewLossConfig) -> Callable[[Any, dict[str, Any]], An
         caption = model.get_text_features(**batch["caption"])
         views = {v: (model.get_text_features(**tokens), mask) for v, (tokens, mask) in batch["views"].items()
                  if batch["factors"].get(v, 0.0) > 0}
-        loss, _ = multiview_loss(audio, caption, views, model.logit_scale_a, model.logit_scale_t, cfg,
-                                 batch["factors"])
+        with full_precision(audio.device.type):  # logits, softmax and losses in fp32 (docs/compute.md)
+            views = {v: (emb.float(), mask) for v, (emb, mask) in views.items()}
+            loss, _ = multiview_loss(audio.float(), caption.float(), views, model.logit_scale_a,
+                                     model.logit_scale_t, cfg, batch["factors"])
         return loss
 
     return loss_fn
@@ -121,10 +124,11 @@ def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: An
 _UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model")
 
 
-def run_signature(params: RobustTrainParams) -> str:
+def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> str:
     """Hash of what decides the fine-tuned weights: the params and the content of the
     paraphrase manifest and of the base model's files. A checkpoint with another signature
     is not resumed (the checkpoint folder outlives reruns: it is a persistent DVC output).
+    A bf16 run adds its precision; fp32 (and the device) leave the hash unchanged.
 
     Returns:
         A hex digest.
@@ -134,8 +138,10 @@ def run_signature(params: RobustTrainParams) -> str:
 
 
     canonical = to_dict(from_dict(RobustTrainParams, to_dict(params)))  # typed as parsed: 1 -> 1.0 for floats
-    digest = hashlib.sha1(json.dumps({k: v for k, v in canonical.items() if k not in _UNTRACKED},
-                                     sort_keys=True, default=str).encode())
+    tracked = {k: v for k, v in canonical.items() if k not in _UNTRACKED}
+    if compute is not None and compute.precision != "fp32":
+        tracked["precision"] = compute.precision
+    digest = hashlib.sha1(json.dumps(tracked, sort_keys=True, default=str).encode())
     base = Path(params.base_model)
     for path in [Path(params.paraphrase_dir) / "manifest.csv", *sorted(base.iterdir() if base.is_dir() else [])]:
         if path.is_file():
@@ -158,8 +164,9 @@ def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]
 
 
 def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
-                      on_epoch_end: Callable[[int, dict[str, float]], None] | None = None) -> RobustTrainResult:
-    """Fine-tune ``params.base_model`` into RobustCLAP; save it to ``out_dir/model``.
+                      on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
+                      compute: Compute | None = None) -> RobustTrainResult:
+    """Fine-tune ``params.base_model`` into RobustCLAP on ``compute.device``; save it to ``out_dir/model``.
 
     Skips all work when ``out_dir/train_result.json`` exists; resumes from
     ``out_dir/checkpoints/last.pt`` after a crash, even SIGKILL (at most the epoch in
@@ -177,7 +184,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     """
     import torch
 
-
+    compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     out_dir = Path(params.out_dir)
     result_path = out_dir / RESULT
     if result_path.is_file():
@@ -205,7 +212,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
                   checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
                   weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
                   loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
-                  on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params))
+                  on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute),
+                  compute=compute)
     final = history[-1]
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
@@ -219,16 +227,19 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     return result
 
 
-def run_robust_train(params: RobustTrainParams, *, progress: bool = True) -> RobustTrainResult:
+def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
+                     compute: Compute | None = None) -> RobustTrainResult:
     """:func:`train_robust_clap` inside an MLflow run (when ``params.track``): params,
     per-epoch metrics, the result file. Returns the training result."""
+    compute = or_default(compute)
     if not params.track:
-        return train_robust_clap(params, progress=progress)
+        return train_robust_clap(params, progress=progress, compute=compute)
     from clapcap import tracking
 
-    with tracking.stage_run("robust_train", experiment=params.experiment, params=to_dict(params)):
+    with tracking.stage_run("robust_train", experiment=params.experiment,
+                            params={**to_dict(params), "compute": compute.to_dict()}):
         result = train_robust_clap(
-            params, progress=progress,
+            params, progress=progress, compute=compute,
             on_epoch_end=lambda epoch, row: tracking.log_metrics(row, step=epoch, prefix="train"))
         tracking.set_tags({"skipped": result.skipped, "base_model": params.base_model})
         tracking.log_metrics(result.val, prefix="val")
