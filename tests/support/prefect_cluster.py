@@ -102,10 +102,14 @@ class Cluster:
                                   "--limit", str(limit), "--type", "process"], cwd)
 
     def flow_runs_of(self, worker: str) -> set[str]:
-        """Flow run ids the worker ``worker`` submitted (from its log)."""
-        text = self.logs[worker].read_text(errors="replace")
-        marker = f"Worker '{worker}' submitting flow run '"
-        return {line.split(marker, 1)[1][:36] for line in text.splitlines() if marker in line}
+        """Flow run ids the worker ``worker`` started (from its log): those it submitted, less
+        those whose submission the server aborted (another worker had taken the run)."""
+        lines = self.logs[worker].read_text(errors="replace").splitlines()
+
+        def ids(marker: str) -> set[str]:
+            return {line.split(marker, 1)[1][:36] for line in lines if marker in line}
+
+        return ids(f"Worker '{worker}' submitting flow run '") - ids("Aborted submission of flow run '")
 
     def stop(self, name: str) -> None:
         """Terminate, wait, terminate again, then kill what is left of the process tree."""

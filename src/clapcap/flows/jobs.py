@@ -145,7 +145,11 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
     path = str(params_path(params_file))
     params = load_project_section(CaptioningParams, "captioning", path)
     ensure_limit(GPU_LIMIT, gpu_slots)
-    with project_tracking(path):
+    with project_tracking(path) as uri:
+        if params.track:  # workers then only add runs to an initialised store
+            from clapcap.tracking import prepare_store
+
+            prepare_store(["clapcap-captioning"], uri)
         if lr_search and params.use_lr_search:
             for lm in params.lms:
                 with concurrency_slot(GPU_LIMIT):

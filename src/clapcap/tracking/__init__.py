@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,23 @@ def _ensure_experiment(name: str) -> str:
         db = Path(uri[len("sqlite:///"):])
         artifact_location = (db.parent / "artifacts").resolve().as_uri()
     return mlflow.create_experiment(name, artifact_location=artifact_location)
+
+
+def prepare_store(experiments: Sequence[str], tracking_uri: str | None = None) -> str:
+    """Create the tracking store's tables and ``experiments`` once, before work fans out.
+
+    Processes that open a fresh SQLite store (or create one experiment) at the same time
+    race on ``CREATE TABLE``; a dispatcher calls this first so that its workers only add runs.
+
+    Returns:
+        The tracking URI used (``tracking_uri`` or :func:`default_tracking_uri`).
+    """
+    mlflow = _mlflow()
+    uri = tracking_uri or default_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    for name in experiments:
+        _ensure_experiment(name)
+    return uri
 
 
 @contextmanager
