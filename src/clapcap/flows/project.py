@@ -16,12 +16,14 @@ A worker's flow run may start in any directory (a process worker's pull step, a 
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from clapcap.config import ConfigError, from_dict, load_section, read_params
+from clapcap.config import load_section
 
 T = TypeVar("T")
 
@@ -63,44 +65,49 @@ def _resolve_one(value: Any, root: Path, maybe_hub: bool) -> Any:
     return str(root / value)
 
 
+def _resolve_value(key: str, value: Any, root: Path) -> Any:
+    if key not in PATH_KEYS and key not in MAYBE_HUB_KEYS:
+        return resolve_paths(value, root)
+    hub = key in MAYBE_HUB_KEYS
+    if isinstance(value, list):
+        return [_resolve_one(v, root, hub) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve_one(v, root, hub) if isinstance(v, str) else resolve_paths(v, root)
+                for k, v in value.items()}
+    if isinstance(value, str):
+        return _resolve_one(value, root, hub)
+    return resolve_paths(value, root)
+
+
 def resolve_paths(section: Any, root: Path) -> Any:
-    """A copy of a raw params section with every relative path under ``root`` made absolute.
+    """A copy of a params section (raw mapping or parsed dataclass) with every relative path
+    under ``root`` made absolute, defaults included.
 
     Keys in :data:`PATH_KEYS` are always resolved (outputs may not exist yet); keys in
     :data:`MAYBE_HUB_KEYS` only when their first component exists under ``root``. Empty
     strings, absolute paths and URIs (``s3://``) are kept.
     """
+    if dataclasses.is_dataclass(section) and not isinstance(section, type):
+        out = copy.copy(section)
+        for f in dataclasses.fields(section):
+            object.__setattr__(out, f.name, _resolve_value(f.name, getattr(section, f.name), root))
+        return out
     if isinstance(section, list):
         return [resolve_paths(item, root) for item in section]
-    if not isinstance(section, dict):
-        return section
-    out: dict[str, Any] = {}
-    for key, value in section.items():
-        if key in PATH_KEYS or key in MAYBE_HUB_KEYS:
-            hub = key in MAYBE_HUB_KEYS
-            if isinstance(value, list):
-                value = [_resolve_one(v, root, hub) for v in value]
-            elif isinstance(value, dict):
-                value = {k: resolve_paths(v, root) if isinstance(v, dict) else _resolve_one(v, root, hub)
-                         for k, v in value.items()}
-            else:
-                value = _resolve_one(value, root, hub)
-        out[key] = resolve_paths(value, root)
-    return out
+    if isinstance(section, dict):
+        return {key: _resolve_value(str(key), value, root) for key, value in section.items()}
+    return section
 
 
 def load_project_section(cls: type[T], section: str, params_file: str | Path = "params.yaml") -> T:
-    """Parse one params section into ``cls`` with its paths resolved against the project root.
+    """Parse one params section into ``cls`` with its paths (defaults included) resolved
+    against the project root.
 
     Raises:
         ConfigError: as :func:`clapcap.config.load_section` (file, 1-based line, expected).
     """
     path = params_path(params_file)
-    load_section(cls, section, path)  # validates, with file:line in any error
-    try:
-        return from_dict(cls, resolve_paths(read_params(path)[section], project_root(path)), where=section)
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}", key=err.key) from err
+    return resolve_paths(load_section(cls, section, path), project_root(path))
 
 
 @contextlib.contextmanager
