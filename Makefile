@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup browser postgres repro test test-all test-services lint gate gpu-check clean-venv
+.PHONY: setup browser postgres repro test test-all test-services test-distributed lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -48,6 +48,10 @@ browser:
 
 test: setup browser
 	$(VENV)/bin/pytest -q
+
+# A real Prefect server with two process workers, and DVC's experiment queue (docs/scaling.md).
+test-distributed: setup
+	$(VENV)/bin/pytest -q -m distributed
 
 test-all: setup browser
 	$(VENV)/bin/pytest -q -m "slow or not slow"

@@ -31,7 +31,7 @@ def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_p
     assert first["skipped"] == [] and len(first["runs"]) == 4
     out = Path(params.out_dir)
     assert (out / "lr_search" / "gpt2" / "best.json").is_file()
-    assert (out / "noise_floor" / "gpt2.json").is_file() and (out / "decoding" / "gpt2" / "ngram2.json").is_file()
+    assert (out / "noise_floor" / "gpt2.json").is_file() and (out / "decoding" / "gpt2" / "seed0" / "ngram2.json").is_file()
     assert Path(first["summary"]).is_file() and first["champion"] is None
     monkeypatch.setattr(exp, "train_captioner", lambda *a, **k: pytest.fail("finished config retrained"))
     second = run_sweep(params, concurrency=1, retries=0, register_best=False)

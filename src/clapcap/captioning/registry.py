@@ -33,11 +33,11 @@ def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished run (``results/*.json``) and decoding record (``decoding/<lm>/seed<k>/*.json``)."""
     out = Path(out_dir)
     found = []
-    for path in sorted(out.glob("results/*.json")):
+    for path in sorted(out.glob("results/[!.]*.json")):
         rec = read_json(path)
         found.append({"name": path.stem, "checkpoint": rec["checkpoint"], "decoding": rec["decoding"],
                       "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"]})
-    for path in sorted(out.glob("decoding/*/seed*/*.json")):
+    for path in sorted(out.glob("decoding/*/seed*/[!.]*.json")):
         if path.name.endswith(".predictions.json"):
             continue
         rec = read_json(path)

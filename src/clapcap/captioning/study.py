@@ -275,7 +275,7 @@ def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None 
                                  lm_cache_dir=Path(params.out_dir) / "lm_warmup", compute=or_default(compute))
 
 
-def _decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
+def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
                    seed: int | None) -> list[tuple[str, str, int]]:
     """(lm, config, seed) to evaluate: every config on the first noise seed's checkpoint, and
     the configs of ``findings.decoding`` on the other seeds' checkpoints of ``findings.decoding_lm``."""
@@ -300,7 +300,7 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
     ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows),
     ``decoding`` (``name`` = decoding config; ``seed`` = the checkpoint's noise seed, see
-    :func:`_decoding_jobs`). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
+    :func:`decoding_jobs`). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
 
     Returns:
         The records of the runs.
@@ -312,7 +312,7 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     lms = [lm] if lm else list(params.lms)
     if kind == "decoding":
         return [evaluate_decoding(params, m, n, s, compute=compute)
-                for m, n, s in _decoding_jobs(params, lms, name, seed)]
+                for m, n, s in decoding_jobs(params, lms, name, seed)]
     if kind == "lm":
         specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
     elif kind == "arch":

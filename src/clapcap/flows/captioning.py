@@ -21,6 +21,7 @@ from clapcap.captioning.study import (
     CaptioningParams,
     RunSpec,
     all_specs,
+    decoding_jobs,
     evaluate_baseline,
     evaluate_decoding,
     execute_run,
@@ -42,8 +43,8 @@ def run_task(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
 
 
 @task(name="captioning-decoding", cache_policy=NO_CACHE)
-def decoding_task(params: CaptioningParams, lm: str, name: str) -> dict[str, Any]:
-    return evaluate_decoding(params, lm, name)
+def decoding_task(params: CaptioningParams, lm: str, name: str, seed: int) -> dict[str, Any]:
+    return evaluate_decoding(params, lm, name, seed)
 
 
 @task(name="captioning-noise-floor", cache_policy=NO_CACHE)
@@ -83,7 +84,8 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
     for fut in futures:
         fut.result()
     lm = decoding_lm or params.lms[0]
-    dec = [decoding_task.with_options(**opts).submit(params, lm, n) for n in params.decoding_ablation]
+    dec = [decoding_task.with_options(**opts).submit(params, m, n, seed)
+           for m, n, seed in decoding_jobs(params, [lm], None, None)]
     floors = [noise_floor_task.with_options(**opts).submit(params, m) for m in params.lms]
     for fut in [*dec, *floors, baseline]:
         fut.result()

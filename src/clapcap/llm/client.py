@@ -26,6 +26,7 @@ from typing import Any
 
 from clapcap.llm.errors import EndpointUnreachable, LLMError, LLMResponseError
 from clapcap.llm.secrets import SecretStr
+from clapcap.utils.limits import API_LIMIT, concurrency_slot
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,10 @@ class ChatClient:
     ``model`` is the model :meth:`complete` asks; :meth:`send` takes a whole request
     body, model included. ``max_connection_failures`` consecutive attempts without any
     HTTP answer (counted across requests and threads; any answer resets the count) raise
-    :class:`EndpointUnreachable`; ``0`` turns the check off.
+    :class:`EndpointUnreachable`; ``0`` turns the check off. Each request attempt holds one
+    slot of the global concurrency limit ``concurrency_limit`` (:mod:`clapcap.utils.limits`:
+    Prefect's limit when a Prefect API is configured, shared by every process and machine;
+    none otherwise); ``None`` opts out.
     """
 
     def __init__(
@@ -87,6 +91,7 @@ class ChatClient:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES,
+        concurrency_limit: str | None = API_LIMIT,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, found {base_url!r}")
@@ -102,6 +107,7 @@ class ChatClient:
         self.max_connection_failures = max_connection_failures
         self.connection_failures = 0  # consecutive, across requests
         self._lock = threading.Lock()
+        self.concurrency_limit = concurrency_limit
 
     def __repr__(self) -> str:  # keeps the key out of any repr or log
         return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
@@ -117,6 +123,12 @@ class ChatClient:
         return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
 
     def _post_once(self, body: bytes, stream: bool) -> str:
+        if self.concurrency_limit is None:
+            return self._post_unlimited(body, stream)
+        with concurrency_slot(self.concurrency_limit):
+            return self._post_unlimited(body, stream)
+
+    def _post_unlimited(self, body: bytes, stream: bool) -> str:
         self.n_requests += 1
         with urllib.request.urlopen(self._request(body, stream), timeout=self.timeout_s) as resp:
             with self._lock:  # an HTTP answer: the endpoint is reachable

@@ -49,7 +49,7 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
                          {m: v["mean"] for m, v in floor["metrics"].items()},
                          std={m: v["std"] for m, v in floor["metrics"].items()}))
     encoders: dict[tuple[str, str], list[dict[str, float]]] = {}
-    for path in sorted(out.glob("results/*.json")):
+    for path in sorted(out.glob("results/[!.]*.json")):
         rec = read_json(path)
         kind = rec["spec"]["kind"]
         if kind == "arch":
@@ -63,7 +63,7 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
         metrics = {m: statistics.fmean(r[m] for r in runs) for m in runs[0]}
         name = label if len(runs) == 1 else f"{label} (mean of {len(runs)} seeds)"
         rows.append(_row("encoder", name, lm, metrics, encoder=label))
-    for path in sorted(out.glob(f"decoding/*/seed{decoding_seed}/*.json")):
+    for path in sorted(out.glob(f"decoding/*/seed{decoding_seed}/[!.]*.json")):
         if not path.name.endswith(".predictions.json"):
             rec = read_json(path)
             rows.append(_row("decoding", rec["name"], rec["lm"], rec["test"]["corpus"]))
@@ -81,7 +81,7 @@ def build_summary(out_dir: str | Path, decoding_seed: int = 0) -> dict[str, Any]
     out = Path(out_dir)
     rows = _collect(out, decoding_seed)
     metrics = sorted({m for r in rows for m in r["metrics"]})
-    primary = next((read_json(p)["test"].get("primary") for p in sorted(out.glob("results/*.json"))), None)
+    primary = next((read_json(p)["test"].get("primary") for p in sorted(out.glob("results/[!.]*.json"))), None)
     primary = primary or ("fense" if "fense" in metrics else "cider_d")
     floors = {r["lm"]: r for r in rows if r["group"] == "lm"}
     default_enc = next((r for r in rows if r["group"] == "encoder" and r.get("encoder") == "default"), None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,60 @@ def _ensure_experiment(name: str) -> str:
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
         artifact_location = (db.parent / "artifacts").resolve().as_uri()
-    return mlflow.create_experiment(name, artifact_location=artifact_location)
+    try:
+        return mlflow.create_experiment(name, artifact_location=artifact_location)
+    except mlflow.exceptions.MlflowException:
+        exp = mlflow.get_experiment_by_name(name)  # another process created it meanwhile
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+@contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """Hold an exclusive file lock beside a local SQLite store (``<db>.lock``).
+
+    MLflow creates a fresh SQLite store's tables on first use; two processes doing that at
+    once (two workers, two queued DVC experiments) fail with ``table ... already exists``.
+    Other stores (a tracking server, PostgreSQL) serialise this themselves: no lock.
+    """
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _open_store(uri: str, experiment: str) -> str:
+    """Point MLflow at ``uri`` and return ``experiment``'s id, creating store and experiment once."""
+    mlflow = _mlflow()
+    mlflow.set_tracking_uri(uri)
+    with _store_lock(uri):
+        return _ensure_experiment(experiment)
+
+
+def prepare_store(experiments: Sequence[str], tracking_uri: str | None = None) -> str:
+    """Create the tracking store's tables and ``experiments`` once, before work fans out.
+
+    Opening a store is serialised per SQLite file (:func:`_store_lock`) and creating an
+    experiment tolerates a concurrent creator; a dispatcher still calls this first so that its
+    workers only add runs.
+
+    Returns:
+        The tracking URI used (``tracking_uri`` or :func:`default_tracking_uri`).
+    """
+    uri = tracking_uri or default_tracking_uri()
+    for name in experiments:
+        _open_store(uri, name)
+    return uri
 
 
 @contextmanager
@@ -95,8 +148,7 @@ def stage_run(
     The run is ended with status FAILED if the body raises.
     """
     mlflow = _mlflow()
-    mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
-    exp_id = _ensure_experiment(experiment)
+    exp_id = _open_store(tracking_uri or default_tracking_uri(), experiment)
     all_tags = {"clapcap.stage": stage, **(tags or {})}
     with mlflow.start_run(experiment_id=exp_id, run_name=run_name or stage, tags=all_tags) as run:
         if params:
