@@ -25,3 +25,16 @@ def test_write_json_refuses_non_finite(tmp_path, data, where):
     with pytest.raises(ValueError, match=f"r.json: {where}, which JSON cannot hold"):
         write_json(path, data)
     assert not path.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_save_torch_bytes_depend_on_content_only(tmp_path):
+    """Two atomic saves of the same tensors (random temporary names) give identical bytes."""
+    import torch
+
+    from clapcap.utils.torch_io import save_torch
+
+    state = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.zeros(3)}
+    a = save_torch(state, tmp_path / "a" / "weights.pt")
+    b = save_torch(state, tmp_path / "b" / "other.pt")
+    assert a.read_bytes() == b.read_bytes()
+    assert torch.equal(torch.load(a)["w"], state["w"])

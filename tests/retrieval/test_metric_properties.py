@@ -246,13 +246,10 @@ def test_laion_convention_changes_only_a2t_map10_and_agrees_with_one_caption(cas
     np.testing.assert_allclose(laion["a2t"]["map@10"][single], ours["a2t"]["map@10"][single], atol=1e-12)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known issue (reported with issue 13, metrics unchanged by the property tests): a cosine "
-    "that is exactly 0 (orthogonal signed vectors) comes out of a BLAS matrix product with "
-    "fused multiply-adds as 2.2e-17, which float32 rounding keeps, so it no longer ties a "
-    "zero-embedding clip; the result depends on max_block_bytes (which BLAS kernel runs) "
-    "and differs from the reference. Whether it shows depends on the machine's BLAS."))
 def test_cancelling_dot_product_ties_whatever_the_block_size():
+    """A cosine that is exactly 0 stays 0, so it ties a zero-embedding clip whatever the block
+    size. (It was a known issue while scores came from a BLAS product: fused multiply-adds gave
+    2.2e-17. The screened path recomputes every score near a positive's in a fixed order.)"""
     audio = np.array([[0, 0, 0, 0], [1, 0, 0, -1]])  # clip 0 all zero: scores 0 with every caption
     text = np.zeros((6, 4))
     text[5] = [-1, 0, 0, -1]  # orthogonal to clip 1: cosine exactly 0, tied with clip 0

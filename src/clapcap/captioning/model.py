@@ -25,6 +25,7 @@ from clapcap.captioning.projection import PrefixProjection
 from clapcap.captioning.tokenizer import encode_captions, load_pretrained_tokenizer
 from clapcap.config import from_dict
 from clapcap.utils.io import atomic_path
+from clapcap.utils.torch_io import save_torch
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +122,7 @@ class ClipCapCaptioner(nn.Module):
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.tokenizer.save_pretrained(str(folder / "tokenizer"))
-        with atomic_path(folder / "weights.pt") as tmp:
-            torch.save(self.state_dict(), tmp)
+        save_torch(self.state_dict(), folder / "weights.pt")
         with atomic_path(folder / "captioner.json") as tmp:
             tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=2, allow_nan=False))
         return folder

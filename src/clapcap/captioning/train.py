@@ -40,7 +40,8 @@ from clapcap.captioning.model import (
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
-from clapcap.utils.io import atomic_path, read_json, sha256_json, write_json
+from clapcap.utils.io import read_json, sha256_json, write_json
+from clapcap.utils.torch_io import save_torch
 
 logger = logging.getLogger(__name__)
 
@@ -148,8 +149,7 @@ def pretrain_lm(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: 
                             f"lm warm-up {epoch + 1}/{cfg.lm_pretrain_epochs}", progress, zero_audio=True,
                             compute=compute)
         logger.info("lm warm-up epoch %d: train loss %.4f", epoch + 1, loss)
-    with atomic_path(path) as tmp:
-        torch.save(model.lm.state_dict(), tmp)
+    save_torch(model.lm.state_dict(), path)
     return path
 
 
@@ -201,8 +201,7 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
             state["best_epoch"], state["best_val_loss"] = epoch, val_loss
             model.save(folder / "best")
         state["epoch"], state["seconds"] = epoch, state["seconds"] + time.perf_counter() - start
-        with atomic_path(folder / "last.pt") as tmp:
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state}, tmp)
+        save_torch({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state}, folder / "last.pt")
         _log(track, {f"stage{stage}/train_loss": train_loss, f"stage{stage}/val_loss": val_loss}, step=epoch)
         logger.info("stage %d epoch %d: train %.4f val %.4f", stage, epoch, train_loss, val_loss)
     best = torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True)

@@ -40,7 +40,8 @@ from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, retrieval_item_scores
 from clapcap.retrieval.ranking import single_positive_ranks
-from clapcap.utils.io import atomic_path, read_json, remove_stale_temps, sha256_json, write_json
+from clapcap.utils.io import read_json, remove_stale_temps, sha256_json, write_json
+from clapcap.utils.torch_io import save_torch
 
 logger = logging.getLogger(__name__)
 
@@ -188,10 +189,9 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         if evaluate is not None:
             row.update(evaluate(model))
         history.append(row)
-        with atomic_path(checkpoint_path) as tmp:
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                        "scheduler": sched.state_dict(), "history": history, "signature": signature,
-                        "rng": _rng_state()}, tmp)
+        save_torch({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(), "history": history, "signature": signature,
+                    "rng": _rng_state()}, checkpoint_path)
         logger.info("epoch %d: %s", epoch + 1, {k: round(v, 4) for k, v in row.items()})
         if on_epoch_end is not None:
             on_epoch_end(epoch + 1, row)

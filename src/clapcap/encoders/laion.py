@@ -26,8 +26,8 @@ from clapcap.data.audio import crop_wave
 from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
 from clapcap.encoders.hf_cache import build_laion_hf_cache, laion_env
 from clapcap.errors import ClapcapError, MissingDependencyError
-from clapcap.utils.io import atomic_path
 from clapcap.utils.rng import numpy_seed
+from clapcap.utils.torch_io import save_torch
 
 logger = logging.getLogger(__name__)
 
@@ -101,8 +101,7 @@ def save_laion_checkpoint(module: Any, path: str | Path) -> Path:
     if key not in sd:
         n = module.model.text_branch.embeddings.position_embeddings.weight.shape[0]
         sd[key] = torch.arange(n)[None]
-    with atomic_path(path) as tmp:
-        torch.save({"state_dict": sd}, tmp)
+    save_torch({"state_dict": sd}, path)
     return Path(path)
 
 
