@@ -25,10 +25,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from retrieval_scale import (
+    make_dump,  # benchmarks/retrieval_scale.py (this script's folder is on sys.path)
+)
 
 from clapcap.clap.preprocessing import ClapPreprocessing
 from clapcap.compute import Compute, ComputeParams, resolve
 from clapcap.encoders.hf_clap import HFClapEncoder
+from clapcap.retrieval.metrics import per_query_dump
 
 SAMPLE_RATE = 48000
 CLIP_S = 10.0
@@ -140,11 +144,23 @@ def embedding_throughput(model: Any, fe: Any, waves: list[np.ndarray], batch_siz
     return len(waves) / ours, len(waves) / raw, diff
 
 
-def retrieval_on_gpu() -> dict[str, Any] | None:
-    """HOOK FOR THE LEAD (issue 10, "Retrieval metrics at scale"): evaluate the retrieval metrics
-    through torch on the GPU and compare them with the CPU path (parity at 1e-9), printing both
-    timings. Returns the figures, or None while the torch path is not merged."""
-    return None
+def retrieval_on_gpu(device: str = "cuda", *, n_clips: int = 10_000, n_captions: int = 50_000,
+                     dim: int = 512) -> dict[str, Any]:
+    """The retrieval metrics through torch on ``device`` against the CPU path, on a random dump of
+    ``n_captions`` x ``n_clips`` x ``dim``: both timings and the largest per-query difference
+    (the parity gate's tolerance is 1e-9). Prints one line and returns the figures."""
+    dump = make_dump(n_clips, n_captions, dim, noise=2.0, seed=0)
+    start = time.perf_counter()
+    cpu = per_query_dump(dump)
+    cpu_s = time.perf_counter() - start
+    start = time.perf_counter()
+    gpu = per_query_dump(dump, device=device)
+    gpu_s = time.perf_counter() - start
+    diff = max(float(np.max(np.abs(np.asarray(cpu[d][k], dtype=np.float64) - np.asarray(gpu[d][k], dtype=np.float64))))
+               for d in cpu for k in cpu[d])
+    print(f"retrieval metrics {n_captions}x{n_clips}x{dim}: cpu {cpu_s:.2f} s, {device} (torch) {gpu_s:.2f} s, "
+          f"max |torch - cpu| per query {diff:.2e} ({'ok' if diff <= 1e-9 else 'PARITY FAILED'})")
+    return {"cpu_seconds": cpu_s, "cuda_seconds": gpu_s, "max_abs_diff": diff}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,9 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                                            args.batch_size, compute)
     print(f"embedding: project encoder {ours:.1f} clips/s, raw loop {raw:.1f} clips/s, "
           f"ratio {ours / raw:.0%} (goal >= 70%); max |diff| {diff:.2e}", flush=True)
-    retrieval = retrieval_on_gpu()
-    print(f"retrieval on GPU: {retrieval if retrieval is not None else 'not measured (hook not filled yet)'}")
-    return 0
+    sizes = {"n_clips": 50, "n_captions": 250, "dim": 16} if args.tiny else {}
+    retrieval = retrieval_on_gpu(compute.device, **sizes)
+    return 0 if retrieval["max_abs_diff"] <= 1e-9 else 1
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Writes ``<out_dir>/<dump stem>.json`` per dump and logs each to MLflow when
 
 import sys
 
+from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.retrieval.config import RetrievalEvalParams
@@ -14,7 +15,9 @@ from clapcap.retrieval.evaluate import evaluate_all
 
 def main() -> int:
     params = load_section(RetrievalEvalParams, "retrieval")
-    results = evaluate_all(params)
+    # On CUDA the metrics go through torch on the device (same numbers); on CPU through numpy.
+    compute = load_compute()
+    results = evaluate_all(params, device=compute.device if compute.is_cuda else None)
     if params.track:
         from clapcap import tracking
         from clapcap.config import to_dict
