@@ -28,28 +28,29 @@ from clapcap.captioning.study import (
     noise_floor,
     run_lr_search,
 )
+from clapcap.compute import Compute, load_compute
 
 logger = logging.getLogger(__name__)
 
 
 @task(name="captioning-lr-search", cache_policy=NO_CACHE)
-def lr_search_task(params: CaptioningParams, lm: str) -> dict[str, Any]:
-    return run_lr_search(params, lm)
+def lr_search_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[str, Any]:
+    return run_lr_search(params, lm, compute=compute)
 
 
 @task(name="captioning-run", cache_policy=NO_CACHE)
-def run_task(params: CaptioningParams, spec: RunSpec) -> dict[str, Any]:
-    return execute_run(params, spec)
+def run_task(params: CaptioningParams, spec: RunSpec, compute: Compute) -> dict[str, Any]:
+    return execute_run(params, spec, compute=compute)
 
 
 @task(name="captioning-decoding", cache_policy=NO_CACHE)
-def decoding_task(params: CaptioningParams, lm: str, name: str, seed: int) -> dict[str, Any]:
-    return evaluate_decoding(params, lm, name, seed)
+def decoding_task(params: CaptioningParams, lm: str, name: str, seed: int, compute: Compute) -> dict[str, Any]:
+    return evaluate_decoding(params, lm, name, seed, compute=compute)
 
 
 @task(name="captioning-noise-floor", cache_policy=NO_CACHE)
-def noise_floor_task(params: CaptioningParams, lm: str) -> dict[str, Any]:
-    return noise_floor(params, lm)
+def noise_floor_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[str, Any]:
+    return noise_floor(params, lm, compute=compute)
 
 
 @task(name="captioning-baseline", cache_policy=NO_CACHE)
@@ -63,8 +64,12 @@ def _done(params: CaptioningParams, spec: RunSpec) -> bool:
 
 @flow(name="captioning-sweep")
 def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: bool = True,
-                     decoding_lm: str | None = None, register_best: bool = True) -> dict[str, Any]:
+                     decoding_lm: str | None = None, register_best: bool = True,
+                     compute: Compute | None = None) -> dict[str, Any]:
     """Run the whole study: LR search, every run, decoding ablation, noise floors, tables, champion.
+
+    ``compute``: where the model steps run (default: params.yaml's ``compute`` section with
+    the ``CLAPCAP_DEVICE``/``CLAPCAP_PRECISION`` overrides).
 
     Returns:
         ``{"runs": [names], "skipped": [names], "decoding": [names], "summary": path,
@@ -73,20 +78,21 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
     from clapcap.captioning.registry import register_champion
     from clapcap.reporting.captioning_tables import write_summary
 
+    compute = compute or load_compute()
     opts = {"retries": retries, "retry_delay_seconds": 5}
     if lr_search and params.use_lr_search:
-        for fut in [lr_search_task.with_options(**opts).submit(params, lm) for lm in params.lms]:
+        for fut in [lr_search_task.with_options(**opts).submit(params, lm, compute) for lm in params.lms]:
             fut.result()
     specs = all_specs(params)
     skipped = [s.name for s in specs if _done(params, s)]
-    futures = [run_task.with_options(**opts).submit(params, s) for s in specs if not _done(params, s)]
+    futures = [run_task.with_options(**opts).submit(params, s, compute) for s in specs if not _done(params, s)]
     baseline = baseline_task.with_options(**opts).submit(params)
     for fut in futures:
         fut.result()
     lm = decoding_lm or params.lms[0]
-    dec = [decoding_task.with_options(**opts).submit(params, m, n, seed)
+    dec = [decoding_task.with_options(**opts).submit(params, m, n, seed, compute)
            for m, n, seed in decoding_jobs(params, [lm], None, None)]
-    floors = [noise_floor_task.with_options(**opts).submit(params, m) for m in params.lms]
+    floors = [noise_floor_task.with_options(**opts).submit(params, m, compute) for m in params.lms]
     for fut in [*dec, *floors, baseline]:
         fut.result()
     summary = write_summary(params.out_dir, decoding_seed=params.noise_seeds[0])

@@ -28,6 +28,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from clapcap.captioning.config import CaptioningParams
+from clapcap.compute import Compute, load_compute
 from clapcap.flows.project import load_project_section, params_path, project_tracking
 from clapcap.utils.limits import GPU_LIMIT, concurrency_slot, ensure_limit
 
@@ -38,11 +39,11 @@ _FINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 
 @task(name="embed", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=10)
-def embed_task(params: Any, encoder: str, dataset: str) -> list[str]:
+def embed_task(params: Any, encoder: str, dataset: str, compute: Compute) -> list[str]:
     from clapcap.encoders.embed import embed_all
 
     with concurrency_slot(GPU_LIMIT):
-        return [str(p) for p in embed_all(params, encoder, dataset, progress=False)]
+        return [str(p) for p in embed_all(params, encoder, dataset, progress=False, compute=compute)]
 
 
 @flow(name="clapcap-embed")
@@ -59,7 +60,8 @@ def embed_dumps(params_file: str = "params.yaml", encoders: list[str] | None = N
 
     params = load_project_section(EmbedParams, "embed", params_file)
     ensure_limit(GPU_LIMIT, gpu_slots)
-    futures = {f"{e}/{d}": embed_task.with_options(name=f"embed-{e}-{d}").submit(params, e, d)
+    compute = load_compute(params_path(params_file))
+    futures = {f"{e}/{d}": embed_task.with_options(name=f"embed-{e}-{d}").submit(params, e, d, compute)
                for e in encoders or list(params.encoders) for d in datasets or list(params.datasets)}
     return {key: fut.result() for key, fut in futures.items()}
 
@@ -81,8 +83,9 @@ def captioning_config(config: str, params_file: str = "params.yaml") -> dict[str
     if config not in specs:
         raise ValueError(f"{params_path(params_file)}: captioning has no configuration {config!r}; "
                          f"have {sorted(specs)}")
+    compute = load_compute(params_path(params_file))
     with project_tracking(params_file), concurrency_slot(GPU_LIMIT):
-        execute_run(params, specs[config])
+        execute_run(params, specs[config], compute=compute)
     return {"config": config, "result": str(_result_path(params, config))}
 
 
@@ -164,11 +167,11 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
         if failed:
             raise RuntimeError(f"captioning sweep: {len(failed)} configuration(s) did not complete: "
                                f"{failed}; re-run the deployment to complete only these")
-        summary = _finish_sweep(params, register_best) if extras else None
+        summary = _finish_sweep(params, register_best, load_compute(params_path(params_file))) if extras else None
     return {"submitted": missing, "skipped": skipped, "states": states, "summary": summary}
 
 
-def _finish_sweep(params: CaptioningParams, register_best: bool) -> str:
+def _finish_sweep(params: CaptioningParams, register_best: bool, compute: Compute) -> str:
     """Baseline, decoding ablation, noise floors, summary tables and champion (after every run)."""
     from clapcap.captioning import study
     from clapcap.reporting.captioning_tables import write_summary
@@ -176,9 +179,9 @@ def _finish_sweep(params: CaptioningParams, register_best: bool) -> str:
     study.evaluate_baseline(params)
     for lm, name, seed in study.decoding_jobs(params, [params.lms[0]], None, None):
         with concurrency_slot(GPU_LIMIT):
-            study.evaluate_decoding(params, lm, name, seed)
+            study.evaluate_decoding(params, lm, name, seed, compute=compute)
     for lm in params.lms:
-        study.noise_floor(params, lm)
+        study.noise_floor(params, lm, compute=compute)
     summary = write_summary(params.out_dir, decoding_seed=params.noise_seeds[0])
     if register_best:
         from clapcap.captioning.registry import register_champion
@@ -188,32 +191,42 @@ def _finish_sweep(params: CaptioningParams, register_best: bool) -> str:
 
 
 @task(name="robust-train", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=10)
-def robust_train_task(params: Any) -> str:
+def robust_train_task(params: Any, compute: Compute) -> str:
     from clapcap.robust.train import run_robust_train
 
     with concurrency_slot(GPU_LIMIT):
-        return str(run_robust_train(params, progress=False).model_dir)
+        return str(run_robust_train(params, progress=False, compute=compute).model_dir)
 
 
 @flow(name="clapcap-robust")
 def robust_finetune_benchmark(params_file: str = "params.yaml",
                               sections: tuple[str, ...] = ("robust_train", "robust_control"),
                               gpu_slots: int = 1) -> dict[str, Any]:
-    """Fine-tune RobustCLAP and its control (one task each), then run the benchmark.
+    """Fine-tune RobustCLAP and its control (one task each), then the seed study when the
+    registration decision rests on its verdicts (``robust_benchmark.register_on``), then the
+    benchmark.
 
     Returns:
         ``{"models": {section: model dir}, "benchmark": the benchmark's result}``.
     """
     from clapcap.robust.benchmark import run_robust_benchmark
-    from clapcap.robust.config import RobustBenchParams, RobustTrainParams
+    from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
+    from clapcap.robust.seeds import run_seed_study
 
     ensure_limit(GPU_LIMIT, gpu_slots)
+    compute = load_compute(params_path(params_file))
+    train = {s: load_project_section(RobustTrainParams, s, params_file) for s in sections}
+    bench_params = load_project_section(RobustBenchParams, "robust_benchmark", params_file)
     with project_tracking(params_file):
-        futures = {s: robust_train_task.with_options(name=f"robust-train-{s}").submit(
-            load_project_section(RobustTrainParams, s, params_file)) for s in sections}
+        futures = {s: robust_train_task.with_options(name=f"robust-train-{s}").submit(p, compute)
+                   for s, p in train.items()}
         models = {s: fut.result() for s, fut in futures.items()}
         with concurrency_slot(GPU_LIMIT):
-            bench = run_robust_benchmark(load_project_section(RobustBenchParams, "robust_benchmark", params_file))
+            if bench_params.register_on and {"robust_train", "robust_control"} <= set(train):
+                run_seed_study(train["robust_train"], train["robust_control"], bench_params,
+                               load_project_section(RobustSeedParams, "robust_seeds", params_file),
+                               progress=False, compute=compute)
+            bench = run_robust_benchmark(bench_params, compute=compute)
     return {"models": models, "benchmark": bench}
 
 
@@ -228,4 +241,5 @@ def reference_scoring(params_file: str = "params.yaml") -> dict[str, str]:
     from clapcap.reference.config import ReferenceParams
 
     with project_tracking(params_file):
-        return reference_flow(load_project_section(ReferenceParams, "reference", params_file))
+        return reference_flow(load_project_section(ReferenceParams, "reference", params_file),
+                              compute=load_compute(params_path(params_file)))

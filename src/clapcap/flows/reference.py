@@ -19,6 +19,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.tasks import exponential_backoff
 
+from clapcap.compute import Compute, load_compute
 from clapcap.reference.config import ReferenceParams, ReferenceSpec
 from clapcap.utils.limits import API_LIMIT, ensure_limit
 
@@ -36,28 +37,30 @@ def dump_split_task(dataset_dir: str, split_dir: str, split: str) -> str:
 
 
 @task(name="reference", cache_policy=NO_CACHE)
-def reference_task(spec: ReferenceSpec, params: ReferenceParams, split_dir: str) -> str:
+def reference_task(spec: ReferenceSpec, params: ReferenceParams, split_dir: str, compute: Compute) -> str:
     from clapcap.reference.generate import run_reference
 
     return str(run_reference(spec, split_dir, params.out_dir, metrics=params.metrics,
-                             leakage=params.leakage))
+                             leakage=params.leakage, compute=compute))
 
 
 @flow(name="clapcap-reference")
-def reference_flow(params: ReferenceParams) -> dict[str, str]:
-    """Dump the split once, then run every reference as a retried task.
+def reference_flow(params: ReferenceParams, compute: Compute | None = None) -> dict[str, str]:
+    """Dump the split once, then run every reference as a retried task (local captioners on
+    ``compute``; default: params.yaml's ``compute`` section with its environment overrides).
 
     Returns:
         ``{reference name: scores path}``.
     """
     if any(spec.backend == "openai_api" for spec in params.references):
         ensure_limit(API_LIMIT, max(1, params.api_concurrency))
+    compute = compute or load_compute()
     split_dir = dump_split_task(params.dataset_dir, params.split_dir, params.split)
     delays = exponential_backoff(backoff_factor=params.task_retry_delay_s)(params.task_retries)
     futures = {
         spec.name: reference_task.with_options(
             name=f"reference-{spec.name}", retries=params.task_retries,
-            retry_delay_seconds=delays).submit(spec, params, split_dir)
+            retry_delay_seconds=delays).submit(spec, params, split_dir, compute)
         for spec in params.references
     }
     return {name: fut.result() for name, fut in futures.items()}
