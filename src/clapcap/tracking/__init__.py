@@ -8,9 +8,12 @@ Conventions
   ``mlflow server`` (PostgreSQL + S3) needs only ``MLFLOW_TRACKING_URI=http://HOST:PORT``
   on each client: see docs/tracking.md, "A shared tracking server".
 - One experiment per pipeline area (``clapcap-data``, ``clapcap-retrieval``, ...);
-  one run per stage invocation, tagged with the stage name.
-- Metric keys are made MLflow-safe by :func:`safe_key` (``R@1`` -> ``R1``), while JSON
-  result files keep readable names.
+  one run per configuration, opened at a stage's edge by :func:`tracked`
+  (:mod:`clapcap.tracking.runs`), which also logs params, provenance and inputs; seeds and
+  trials are child runs.
+- Metric keys come from ONE mapper, :mod:`clapcap.tracking.vocab` (``test/t2a/r10`` for
+  the JSON's ``t2a`` ``r@10`` on the test split): :func:`log_metrics` maps readable JSON
+  names, :func:`log_keyed` checks ready keys. docs/tracking.md, "Metric vocabulary".
 - Secrets never reach MLflow: :func:`log_params` drops any key that looks like a
   credential (``api_key``, ``token``, ``secret``, ``password``).
 """
@@ -26,8 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.errors import InputError
+from clapcap.tracking.runs import group_run, provenance, resumed, run_name, tracked
+from clapcap.tracking.vocab import VocabularyError, check_key, metric_key, metric_keys
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["VocabularyError", "check_key", "group_run", "metric_key", "metric_keys", "provenance", "resumed",
+           "run_name", "tracked"]  # re-exported: the stages use them as tracking.<name>
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
 _UNSAFE = re.compile(r"[^0-9A-Za-z_\-. /]")
@@ -133,48 +141,42 @@ def prepare_store(experiments: Sequence[str], tracking_uri: str | None = None) -
     return uri
 
 
-@contextmanager
-def stage_run(
-    stage: str,
-    *,
-    experiment: str = "clapcap",
-    params: Mapping[str, Any] | None = None,
-    tags: Mapping[str, str] | None = None,
-    run_name: str | None = None,
-    tracking_uri: str | None = None,
-) -> Iterator[Any]:
-    """Start an MLflow run for one stage invocation; yields the active run.
-
-    The run is ended with status FAILED if the body raises.
-    """
-    mlflow = _mlflow()
-    exp_id = _open_store(tracking_uri or default_tracking_uri(), experiment)
-    all_tags = {"clapcap.stage": stage, **(tags or {})}
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name or stage, tags=all_tags) as run:
-        if params:
-            log_params(params)
-        yield run
+def clean_params(params: Mapping[str, Any]) -> dict[str, str]:
+    """Flattened params with MLflow-safe names, credential-like keys dropped, values as text
+    (MLflow caps a value at 6000 characters)."""
+    flat = {k: v for k, v in flatten(params).items() if not _SECRET.search(k)}
+    return {safe_key(k): str(v)[:6000] for k, v in flat.items()}
 
 
 def log_params(params: Mapping[str, Any]) -> None:
     """Log (flattened) params to the active run, dropping credential-like keys."""
-    mlflow = _mlflow()
-    flat = {k: v for k, v in flatten(params).items() if not _SECRET.search(k)}
-    # MLflow caps a param value at 6000 characters.
-    mlflow.log_params({safe_key(k): str(v)[:6000] for k, v in flat.items()})
+    _mlflow().log_params(clean_params(params))
 
 
-def log_metrics(metrics: Mapping[str, Any], *, step: int | None = None, prefix: str = "") -> None:
-    """Log numeric (flattened) metrics with MLflow-safe keys; non-numbers are skipped."""
-    mlflow = _mlflow()
-    flat = flatten(metrics, prefix)
-    numeric = {
-        safe_key(k): float(v)
-        for k, v in flat.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+def log_metrics(metrics: Mapping[str, Any], *, scope: str, view: str | None = None,
+                direction: str | None = None, stat: str | None = None, step: int | None = None) -> dict[str, float]:
+    """Log a JSON metrics mapping under its vocabulary keys (:func:`clapcap.tracking.vocab.metric_keys`;
+    ``step=`` for per-epoch values). Non-numbers are skipped.
+
+    Returns:
+        The logged ``{key: value}``.
+    """
+    keyed = metric_keys(metrics, scope=scope, view=view, direction=direction, stat=stat)
+    return log_keyed(keyed, step=step)
+
+
+def log_keyed(metrics: Mapping[str, float], *, step: int | None = None) -> dict[str, float]:
+    """Log metrics whose keys are already vocabulary keys.
+
+    Raises:
+        VocabularyError: on a key outside the vocabulary (nothing is logged then).
+    """
+    for key in metrics:
+        check_key(key)
+    numeric = {k: float(v) for k, v in metrics.items()}
     if numeric:
-        mlflow.log_metrics(numeric, step=step)
+        _mlflow().log_metrics(numeric, step=step)
+    return numeric
 
 
 def log_artifact(path: str | Path, artifact_path: str | None = None) -> None:
