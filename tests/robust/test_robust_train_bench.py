@@ -108,8 +108,8 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     import mlflow
 
     from clapcap.robust import benchmark
-    from clapcap.tracking import vocab as tracking_vocab
     from clapcap.robust.train import run_robust_train
+    from clapcap.tracking import vocab as tracking_vocab
 
     root, _ = robust_setup
     res = run_robust_train(_train_params(root, out_dir=str(tmp_path / "robust"), track=True,

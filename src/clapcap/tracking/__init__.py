@@ -226,12 +226,19 @@ def active_run_id() -> str | None:
 
 
 def log_pyfunc_model(python_model: Any, name: str, *, artifacts: Mapping[str, str] | None = None,
-                     input_example: Any = None) -> str:
-    """Log a ``mlflow.pyfunc.PythonModel`` to the active run; returns its model URI."""
+                     input_example: Any = None, output_example: Any = None) -> str:
+    """Log a ``mlflow.pyfunc.PythonModel`` to the active run with its input example and a
+    signature inferred from ``input_example`` and ``output_example`` (when both are given);
+    returns its model URI."""
     mlflow = _mlflow()
+    signature = None
+    if input_example is not None and output_example is not None:
+        from mlflow.models import infer_signature
+
+        signature = infer_signature(input_example, output_example)
     info = mlflow.pyfunc.log_model(
         name=name, python_model=python_model, artifacts=dict(artifacts or {}),
-        input_example=input_example,
+        input_example=input_example, signature=signature,
     )
     return info.model_uri
 
@@ -274,7 +281,12 @@ def log_loader_pyfunc_model(name: str, loader: str, *, artifacts: Mapping[str, s
         def predict(self, context, model_input, params=None):  # noqa: ANN001
             return self.impl.predict(model_input)
 
-    return log_pyfunc_model(LoaderModel(loader), name, artifacts=artifacts, input_example=input_example)
+    output = None
+    if input_example is not None:  # the signature's output side: the model's answer to its example
+        module, func = loader.split(":")
+        output = getattr(importlib.import_module(module), func)(dict(artifacts)).predict(input_example)
+    return log_pyfunc_model(LoaderModel(loader), name, artifacts=artifacts, input_example=input_example,
+                            output_example=output)
 
 
 def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None) -> Any:
