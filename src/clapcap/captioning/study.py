@@ -356,3 +356,57 @@ def _log_trials(params: CaptioningParams, lm: str, best: dict[str, Any]) -> None
                                   name=tracking.run_name("captioning", lm, f"lr_search/{stage}/trial{i}"),
                                   dvc_stage="caption_lr_search", dataset_dir=params.dataset_dir):
                 tracking.log_metrics({f"loss_{stage}": trial["val_loss"]}, scope="val")
+
+
+
+def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
+                   seed: int | None) -> list[tuple[str, str, int]]:
+    """(lm, config, seed) to evaluate: every config on the first noise seed's checkpoint, and
+    the configs of ``findings.decoding`` on the other seeds' checkpoints of ``findings.decoding_lm``."""
+    if seed is not None and seed not in params.noise_seeds:
+        raise ValueError(f"decoding: seed {seed} is not one of noise_seeds {params.noise_seeds}")
+    seeds = [seed] if seed is not None else list(params.noise_seeds)
+    wanted = [name] if name else list(params.decoding_ablation)
+    jobs = []
+    for s in seeds:
+        for m in lms:
+            if s == params.noise_seeds[0]:
+                jobs += [(m, n, s) for n in wanted]
+            elif m == params.findings.decoding_lm:
+                jobs += [(m, n, s) for n in wanted if n in params.findings.decoding]
+    return jobs
+
+
+def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, name: str | None = None,
+                 seed: int | None = None, compute: Compute | None = None) -> list[dict[str, Any]]:
+    """Run the configurations of one ablation, optionally narrowed to one.
+
+    ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
+    ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows),
+    ``decoding`` (``name`` = decoding config; ``seed`` = the checkpoint's noise seed, see
+    :func:`decoding_jobs`). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
+
+    Returns:
+        The records of the runs.
+
+    Raises:
+        ValueError: on an unknown kind, or a name/seed that selects nothing.
+    """
+    compute = or_default(compute)
+    lms = [lm] if lm else list(params.lms)
+    if kind == "decoding":
+        return [evaluate_decoding(params, m, n, s, compute=compute)
+                for m, n, s in decoding_jobs(params, lms, name, seed)]
+    if kind == "lm":
+        specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
+    elif kind == "arch":
+        specs = [s for m in lms for s in arch_specs(params, m)
+                 if name is None or s.name == f"{m}_{name}_seed{s.seed}"]
+    elif kind == "encoder":
+        specs = [s for s in encoder_specs(params) if (name is None or s.name.startswith(f"encoder_{name}_"))
+                 and (seed is None or s.seed == seed)]
+    else:
+        raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder or decoding")
+    if not specs:
+        raise ValueError(f"ablation {kind}: nothing matches lm={lm} name={name} seed={seed}")
+    return [execute_run(params, s, compute=compute) for s in specs]
