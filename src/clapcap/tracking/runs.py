@@ -27,7 +27,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from clapcap.utils.io import sha256_file, sha256_json
+from clapcap.utils.io import prepared_dataset_hash, sha256_file, sha256_json
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +60,7 @@ def provenance(stage: str, params: Mapping[str, Any] | None, *, dvc_stage: str |
     """
     data_version = "none"
     if dataset_dir is not None:
-        from clapcap.data.prepare import dataset_fingerprint
-
-        data_version = dataset_fingerprint(dataset_dir)
+        data_version = prepared_dataset_hash(dataset_dir)  # = clapcap.data.prepare.dataset_fingerprint
     return {"clapcap.stage": stage, "clapcap.dvc_stage": os.environ.get("DVC_STAGE") or dvc_stage or stage,
             "clapcap.git_commit": git_commit(), "clapcap.params_hash": sha256_json(dict(params or {})),
             "clapcap.data_version": data_version}
@@ -115,7 +113,7 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
         return
     import mlflow
 
-    from clapcap import tracking
+    from clapcap.tracking import store as tracking
 
     exp_id = tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
     prov = provenance(stage, params, dvc_stage=dvc_stage, dataset_dir=dataset_dir)
@@ -140,7 +138,7 @@ def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, An
     """
     import mlflow
 
-    from clapcap import tracking
+    from clapcap.tracking import store as tracking
 
     uri = tracking_uri or tracking.default_tracking_uri()
     exp_id = tracking._open_store(uri, experiment)
@@ -165,7 +163,7 @@ def resumed(run_id: str, *, experiment: str, tracking_uri: str | None = None) ->
     """Reopen the finished run ``run_id`` (a group's parent) to add its aggregate metrics."""
     import mlflow
 
-    from clapcap import tracking
+    from clapcap.tracking import store as tracking
 
     tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
     with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None) as run:
