@@ -10,23 +10,13 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 from clapcap.retrieval.config import RetrievalEvalParams
-from clapcap.retrieval.evaluate import evaluate_all
+from clapcap.retrieval.evaluate import run_evaluate_all
 
 
 def main() -> int:
-    params = load_section(RetrievalEvalParams, "retrieval")
     # On CUDA the metrics go through torch on the device (same numbers); on CPU through numpy.
     compute = load_compute()
-    results = evaluate_all(params, device=compute.device if compute.is_cuda else None)
-    if params.track:
-        from clapcap import tracking
-        from clapcap.config import to_dict
-        from clapcap.retrieval.mlflow_log import log_evaluation
-
-        for dump_path, result in results.items():
-            with tracking.stage_run("evaluate_retrieval", experiment="clapcap-retrieval",
-                                    params={**to_dict(params), "dump": dump_path}):
-                log_evaluation(result)
+    run_evaluate_all(load_section(RetrievalEvalParams, "retrieval"), device=compute.device if compute.is_cuda else None)
     return 0
 
 

@@ -150,8 +150,7 @@ def test_captioner_training_and_generation_use_the_device(monkeypatch, tmp_path)
     monkeypatch.setattr(cap_train, "_warmup_path", lambda *a, **k: tmp_path / "lm.pt")
     monkeypatch.setattr(cap_train, "_initial_model", initial)
     with pytest.raises(Reached, match="cuda:1 cuda:1"):
-        cap_train.train_captioner(tiny_model(), tiny_train(), dump="d", dataset_dir="c", out_dir=tmp_path / "r",
-                                  track=False, compute=Compute("cuda:1"))
+        cap_train.train_captioner(tiny_model(), tiny_train(), dump="d", dataset_dir="c", out_dir=tmp_path / "r", compute=Compute("cuda:1"))
 
     def load(folder, *, device):
         raise Reached(device)
@@ -244,7 +243,7 @@ def test_captioner_trains_and_generates_on_cuda(tiny_corpus, tmp_path):
     dump = make_dump(tiny_corpus, tmp_path / "dump.npz")
     compute = resolve(ComputeParams(device="cuda", precision="bf16"), environ={})
     res = train_captioner(tiny_model(), tiny_train(), dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "r",
-                          progress=False, track=False, compute=compute)
+                          progress=False, compute=compute)
     assert res["train"]["device"] == "cuda" and res["precision"] == "bf16"
     caps = caption_dump(res["checkpoint"], str(dump), compute=compute)
     assert len(caps) == 40

@@ -32,7 +32,7 @@ def dump(tiny_corpus, tmp_path_factory):
 @pytest.mark.parametrize("decoder", ["gpt2", "t5"])
 def test_two_stages_write_result_and_checkpoints(decoder, dump, tiny_corpus, tmp_path):
     res = train_captioner(tiny_model(decoder), tiny_train(seed=3), dump=dump, dataset_dir=tiny_corpus,
-                          out_dir=tmp_path / "run", progress=False, track=False)
+                          out_dir=tmp_path / "run", progress=False)
     saved = read_json(tmp_path / "run" / "result.json")
     assert saved["seed"] == 3 and saved["model"]["in_dim"] == 16 and saved["model"]["decoder"] == decoder
     assert [h["epoch"] for h in saved["stages"]["1"]["history"]] == [1, 2]
@@ -50,14 +50,13 @@ def test_stage1_keeps_lm_frozen_and_stage2_trains_it(dump, tiny_corpus, tmp_path
     from clapcap.captioning.model import load_captioner
 
     cfg = tiny_train(stages=[1])
-    train_captioner(tiny_model(), cfg, dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "s1", progress=False,
-                    track=False)
+    train_captioner(tiny_model(), cfg, dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "s1", progress=False)
     s1 = load_captioner(tmp_path / "s1" / "stage1" / "best")
     lm_init = torch.load(tmp_path / "s1" / "lm_pretrain" / "lm.pt", weights_only=True)  # per-run warm-up
     assert all(torch.equal(v, lm_init[k]) for k, v in s1.lm.state_dict().items())  # LM untouched
     res = train_captioner(tiny_model(), tiny_train(stages=[2]), dump=dump, dataset_dir=tiny_corpus,
                           out_dir=tmp_path / "s2", init_from=tmp_path / "s1" / "stage1" / "best",
-                          progress=False, track=False)
+                          progress=False)
     s2 = load_captioner(res["checkpoint"])
     assert any(not torch.equal(v, lm_init[k]) for k, v in s2.lm.state_dict().items())
 
@@ -68,14 +67,14 @@ def test_seed_changes_weights_but_same_seed_reproduces(dump, tiny_corpus, tmp_pa
         runs[name] = train_captioner(tiny_model(), tiny_train(seed=seed, stages=[1], lm_pretrain_epochs=0,
                                                               stage1=StageConfig(epochs=1)),
                                      dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / name,
-                                     progress=False, track=False)
+                                     progress=False)
     losses = {k: r["stages"]["1"]["history"][0]["train_loss"] for k, r in runs.items()}
     assert losses["a"] == pytest.approx(losses["b"], rel=1e-6)
     assert losses["a"] != pytest.approx(losses["c"], rel=1e-6)
 
 
 def test_finished_run_is_skipped(dump, tiny_corpus, tmp_path, monkeypatch):
-    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False, track=False)
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False)
     first = train_captioner(tiny_model(), tiny_train(stages=[1], stage1=StageConfig(epochs=1)), **kw)
     monkeypatch.setattr(cap_train, "load_run_data", lambda *a, **k: pytest.fail("finished run retrained"))
     assert train_captioner(tiny_model(), tiny_train(stages=[1]), **kw) == first
@@ -93,7 +92,7 @@ def test_resume_after_crash_loses_at_most_the_current_epoch(dump, tiny_corpus, t
 
     monkeypatch.setattr(cap_train, "_train_epoch", crashing)
     cfg = tiny_train(stages=[1], stage1=StageConfig(epochs=3, lr_projection=3e-3))
-    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False, track=False)
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False)
     with pytest.raises(RuntimeError, match="simulated crash"):
         train_captioner(tiny_model(), cfg, **kw)
     assert (tmp_path / "run" / "stage1" / "last.pt").is_file()
@@ -108,7 +107,7 @@ def test_resume_after_crash_loses_at_most_the_current_epoch(dump, tiny_corpus, t
 
 
 def test_bad_training_inputs(dump, tiny_corpus, tmp_path):
-    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "x", progress=False, track=False)
+    kw = dict(dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / "x", progress=False)
     with pytest.raises(ValueError, match="stages"):
         train_captioner(tiny_model(), tiny_train(stages=[2, 1]), **kw)
     with pytest.raises(ValueError, match="batch_size"):
@@ -169,7 +168,7 @@ def test_lm_warmup_is_keyed_by_caption_content_not_paths(dump, tiny_corpus, tmp_
 
     def run(name, dataset_dir):
         train_captioner(tiny_model(), cfg, dump=dump, dataset_dir=dataset_dir, out_dir=tmp_path / name,
-                        progress=False, track=False, lm_cache_dir=cache)
+                        progress=False, lm_cache_dir=cache)
         return sorted(p.name for p in cache.glob("lm_*.pt"))
 
     first = run("a", data)

@@ -133,7 +133,7 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
     emb = np.asarray(model.predict(["a dog barks", "rain"]))
     assert emb.shape == (2, 64)
     runs = tracking.search_runs("clapcap-retrieval")
-    assert "metrics.t2a_r10" in runs.columns and res.model_dir
+    assert "metrics.val/t2a/r10" in runs.columns and "metrics.train/loss" in runs.columns and res.model_dir
     # The version carries its per-query test scores, for `clapcap registry compare`.
     from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, check_item_scores
 
@@ -141,3 +141,29 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
     check_item_scores(scores, ITEM_SCORES_FILE)
     assert scores["split"] == "test" and scores["primary"] == "t2a/r@10"
     assert len(scores["items"]["t2a"]) == len(scores["scores"]["t2a"]["r@10"]) > 0
+
+
+@pytest.mark.slow
+def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, tmp_path, mlflow_uri):
+    """Promotion on evidence: a second, worse configuration (no learning) registers a version
+    that gets @challenger, with the decision, its p-value and the compared version as tags;
+    @champion stays. A rerun whose result exists opens no run."""
+    import mlflow
+
+    from clapcap import tracking
+    from clapcap.clap.train import run_train_clap
+
+    name = "test-evidence-clap"
+    good = _params(tmp_path, tiny_corpus, epochs=2, track=True, registered_model=name)
+    run_train_clap(good, progress=False)
+    n_runs = len(tracking.search_runs("clapcap-retrieval"))
+    run_train_clap(good, progress=False)  # skipped: result exists, so no run
+    assert len(tracking.search_runs("clapcap-retrieval")) == n_runs
+    worse = _params(tmp_path, tiny_corpus, epochs=1, lr=1e-9, track=True, registered_model=name,
+                    collapse_alpha=0.0, out_dir=str(tmp_path / "worse"))
+    run_train_clap(worse, progress=False)
+    assert tracking.alias_version(name, "champion") == 1 and tracking.alias_version(name, "challenger") == 2
+    tags = mlflow.MlflowClient().get_model_version(name, "2").tags
+    assert tags["clapcap.decision"] == "challenger" and tags["clapcap.compared_to"] == "1"
+    assert float(tags["clapcap.p_value"]) >= 0.05 and tags["clapcap.metric"] == "t2a/r@10"
+    assert mlflow.MlflowClient().get_model_version(name, "1").tags["clapcap.reason"] == "no champion yet"

@@ -144,8 +144,8 @@ def test_sweep_on_two_workers_shares_work_and_survives_kill(project, tmp_path, m
             assert (project / "results" / "captioning" / "summary.md").is_file()
             mlflow.set_tracking_uri(tracking)
             evals = mlflow.search_runs(experiment_names=["clapcap-captioning"],
-                                       filter_string="tags.`clapcap.stage` = 'captioning-eval'")
-            assert sorted(evals["tags.mlflow.runName"]) == sorted(names)
+                                       filter_string="tags.`clapcap.stage` = 'captioning-run'")
+            assert sorted(evals["tags.clapcap.config"]) == sorted(names)  # one run per configuration
             assert set(evals["status"]) == {"FINISHED"}
             assert not (project / "mlruns").exists()  # MLFLOW_TRACKING_URI, not a store in a cwd
 

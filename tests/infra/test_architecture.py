@@ -62,7 +62,7 @@ class Rule:
 
 RULES = [
     Rule("model code never imports tracking, flows or the CLI", MODEL_CODE, EDGES,
-         sources_except=("clap/train.py", "retrieval/mlflow_log.py"), transitive=True),
+         sources_except=("clap/train.py", "retrieval/evaluate.py"), transitive=True),
     Rule("nothing but the CLI imports the CLI", ("*",), ("cli/*",), sources_except=("cli/*",)),
     Rule("nothing but the CLI imports flows", ("*",), ("flows/*",),
          sources_except=("cli/*", "flows/*")),

@@ -15,7 +15,6 @@ from clapcap.config import ConfigError, from_dict, load_section
 from clapcap.retrieval.config import RetrievalEvalParams
 from clapcap.retrieval.evaluate import evaluate_all, evaluate_file, metrics_path
 from clapcap.retrieval.metrics import evaluate_dump
-from clapcap.retrieval.mlflow_log import mlflow_metrics
 from clapcap.utils.io import read_json
 
 KEYS = ["r@1", "r@5", "r@10", "map", "map@10", "mrr", "median_rank"]
@@ -95,20 +94,28 @@ def test_params_section_and_evaluate_all(tmp_path, dump_file):
         evaluate_all(RetrievalEvalParams())
 
 
-def test_mlflow_keys_and_logging(tmp_path, dump_file, mlflow_uri):
-    from clapcap import tracking
-    from clapcap.retrieval.mlflow_log import log_evaluation
+def test_mlflow_keys_and_logging(tmp_path, dump_file, mlflow_uri, monkeypatch):
+    """The retrieval run's keys are the vocabulary's (``test/t2a/r10``), one run per dump, named
+    after it, with the dump as its dataset input."""
+    import mlflow
 
-    result = evaluate_file(dump_file("d.npz", n_clips=10, captions_per_clip=2), bootstrap=10)
-    keys = mlflow_metrics(result)
-    assert {"t2a/R1", "t2a/R10", "t2a/mAP", "t2a/mAP10", "t2a/MRR", "t2a/MedR", "a2t/R1",
-            "t2a/R1_ci_low", "a2t/mAP10_ci_high", "n_clips"} <= set(keys)
-    assert all("@" not in k for k in keys)
-    with tracking.stage_run("evaluate_retrieval", experiment="clapcap-retrieval-test") as run:
-        log_evaluation(result)
-    logged = tracking.search_runs("clapcap-retrieval-test")
-    assert logged.loc[0, "run_id"] == run.info.run_id
-    assert logged.loc[0, "metrics.t2a/R1"] == pytest.approx(result["t2a"]["r@1"])
+    from clapcap.retrieval.evaluate import track_evaluation
+    from clapcap.tracking.vocab import check_key
+
+    monkeypatch.chdir(tmp_path)
+    path = dump_file("enc/corpus/test.npz", n_clips=10, captions_per_clip=2)
+    result = evaluate_file(path, bootstrap=10)
+    keys = track_evaluation(result, path, params={"bootstrap": 10})
+    assert {"test/t2a/r1", "test/t2a/r10", "test/t2a/map", "test/t2a/map10", "test/t2a/mrr",
+            "test/t2a/median_rank", "test/a2t/r1", "test/t2a/r1_ci_low", "test/a2t/map10_ci_high",
+            "test/n_clips"} <= set(keys)
+    for key in keys:
+        check_key(key)
+    (run,) = mlflow.search_runs(experiment_names=["clapcap-retrieval"], output_format="list",
+                                filter_string="attributes.run_name = 'retrieval/evaluate/enc/corpus/test'")
+    assert run.data.metrics["test/t2a/r1"] == pytest.approx(result["t2a"]["r@1"])
+    assert run.data.tags["clapcap.stage"] == "evaluate_retrieval" and run.data.tags["clapcap.params_hash"]
+    assert [d.dataset.digest for d in run.inputs.dataset_inputs]  # the dump, as a dataset input
 
 
 def test_dump_labels_and_metrics_paths_are_unique(tmp_path):

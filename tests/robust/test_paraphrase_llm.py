@@ -129,7 +129,7 @@ def test_key_never_logged_or_sent_to_mlflow(fake_llm, tmp_path, monkeypatch, cap
     client = mlflow.MlflowClient(mlflow_uri)
     (run,) = client.search_runs([client.get_experiment_by_name("test-robust").experiment_id])
     logged = run.data.params
-    assert run.data.metrics["n_views/view2"] == report["n_captions"]
+    assert run.data.metrics["data/view2/n_captions"] == report["n_captions"]
     assert logged["llm/base_url"] == fake_llm.url
     assert all(SECRET not in v for v in logged.values())
     assert SECRET not in caplog.text

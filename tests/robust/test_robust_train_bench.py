@@ -109,6 +109,7 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
 
     from clapcap.robust import benchmark
     from clapcap.robust.train import run_robust_train
+    from clapcap.tracking import vocab as tracking_vocab
 
     root, _ = robust_setup
     res = run_robust_train(_train_params(root, out_dir=str(tmp_path / "robust"), track=True,
@@ -123,7 +124,11 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     assert int(client.get_model_version_by_alias("t-robust-clap", "champion").version) == 1
     runs = client.search_runs([client.get_experiment_by_name("t-robust").experiment_id])
     metrics = {k for r in runs for k in r.data.metrics}
-    assert {"train/view2_t2a_r10", "paired/view2/t2a/r10_p", "RobustCLAP/zero_shot/a2l/map_norm_min10"} <= metrics
+    assert {"val/view2/t2a/r10", "test/view2/t2a/r10_p", "test/a2l/map_norm_min10", "test/view2/t2a/r10_drop"} <= metrics
+    by_name = {r.info.run_name: r for r in runs}
+    assert by_name["robust/benchmark/test/RobustCLAP"].data.metrics["test/t2a/r10"] >= 0  # one run per model
+    for key in metrics:
+        tracking_vocab.check_key(key)
 
 
 def test_sigkill_mid_epoch_resumes_after_the_last_checkpoint_bit_for_bit(robust_setup, tmp_path, sigkill_at):

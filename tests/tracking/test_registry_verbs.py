@@ -66,7 +66,7 @@ def _register(name: str, hits: list[float] | None, *, alias: str | None = None) 
         def predict(self, context, model_input, params=None):
             return model_input
 
-    with tracking.stage_run("register", experiment="clapcap-test-registry"):
+    with tracking.tracked("register", experiment="clapcap-test-registry", name="unit/register"):
         if hits is not None:
             tracking.log_dict(_scores(hits), ITEM_SCORES_FILE)
         uri = tracking.log_pyfunc_model(Echo(), "echo")

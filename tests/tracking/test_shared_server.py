@@ -87,8 +87,8 @@ def test_stages_log_to_the_shared_server_and_another_machine_loads_the_champion(
     exp = client.get_experiment_by_name("clapcap-retrieval")
     runs = {r.data.tags["clapcap.stage"]: r for r in client.search_runs([exp.experiment_id])}
     assert set(runs) == {"train_clap", "evaluate_retrieval"}
-    assert "final_val/t2a_r10" in runs["train_clap"].data.metrics
-    assert runs["evaluate_retrieval"].data.metrics["t2a/R10"] >= 0
+    assert "val/t2a/r10" in runs["train_clap"].data.metrics  # the vocabulary (docs/tracking.md)
+    assert runs["evaluate_retrieval"].data.metrics["test/t2a/r10"] >= 0
     assert _runs_in_postgres(stack) == 2  # the server's backend store is the PostgreSQL cluster
 
     # Artifacts went through the server into the S3 bucket, none to a local folder.

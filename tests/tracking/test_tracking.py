@@ -12,23 +12,60 @@ def test_safe_keys_and_flatten():
     assert tracking.flatten({"t2a": {"r@1": 0.5}, "n": 3}) == {"t2a/r@1": 0.5, "n": 3}
 
 
-def test_stage_run_logs_params_metrics_and_drops_secrets(mlflow_uri):
+def test_tracked_logs_params_vocabulary_metrics_provenance_and_drops_secrets(mlflow_uri):
     import mlflow
 
-    with tracking.stage_run("unit", experiment="clapcap-test",
-                            params={"lr": 1e-3, "api_key": "sk-SECRET", "llm": {"token": "t0k"}}) as run:
-        tracking.log_metrics({"t2a": {"r@1": 0.25, "map@10": 0.5}, "note": "text"})
+    with tracking.tracked("unit", experiment="clapcap-test", name="unit/secrets",
+                          params={"lr": 1e-3, "api_key": "sk-SECRET", "llm": {"token": "t0k"}}) as run:
+        tracking.log_metrics({"t2a": {"r@1": 0.25, "map@10": 0.5}, "note": "text"}, scope="test")
     data = mlflow.get_run(run.info.run_id).data
-    assert data.metrics == {"t2a/r1": 0.25, "t2a/map10": 0.5}
+    assert data.metrics == {"test/t2a/r1": 0.25, "test/t2a/map10": 0.5}
     assert data.params == {"lr": "0.001"}
     assert "sk-SECRET" not in str(data.params) and data.tags["clapcap.stage"] == "unit"
+    assert set(tracking.runs.PROVENANCE_TAGS) <= set(data.tags)
+    assert data.tags["clapcap.data_version"] == "none" and len(data.tags["clapcap.params_hash"]) == 64
+
+
+def test_one_key_per_concept():
+    """The five spellings of text-to-audio R@10 that stages used to log map to one key."""
+    from clapcap.tracking.vocab import VocabularyError, check_key, metric_key, metric_keys
+
+    assert metric_key("r@10", scope="test", direction="t2a") == "test/t2a/r10"
+    assert metric_key("t2a_r@10", scope="val") == "val/t2a/r10"  # CLAP training rows
+    assert metric_key("r@10", scope="test", view="original", direction="t2a") == "test/t2a/r10"
+    assert metric_key("r@10", scope="test", view="view2", direction="t2a") == "test/view2/t2a/r10"
+    assert metric_keys({"t2a": {"r@10": 0.5, "ci": {"r@10": {"low": 0.4, "high": 0.6}}}, "flag": True},
+                       scope="test") == {"test/t2a/r10": 0.5, "test/t2a/r10_ci_low": 0.4, "test/t2a/r10_ci_high": 0.6}
+    for bad in ("t2a/R10", "t2a_r10", "final_val/t2a_r10", "CLAP/original/t2a/r10", "test/t2a/R@10"):
+        with pytest.raises(VocabularyError):
+            check_key(bad)
+    with pytest.raises(VocabularyError, match="scope"):
+        metric_key("r@10", scope="final_val")
+    with pytest.raises(VocabularyError):
+        tracking.log_keyed({"t2a/R10": 0.5})
+
+
+def test_group_run_is_found_across_calls_and_children_nest(mlflow_uri):
+    import mlflow
+
+    parent = tracking.group_run("clapcap-test-groups", "g/baseline", stage="unit", params={"seeds": [0, 1]})
+    assert tracking.group_run("clapcap-test-groups", "g/baseline", stage="unit") == parent
+    for seed in (0, 1):
+        with tracking.tracked("unit", experiment="clapcap-test-groups", name=f"g/baseline/seed{seed}",
+                              parent=parent):
+            tracking.log_metrics({"loss": 1.0}, scope="train", step=1)
+    with tracking.resumed(parent, experiment="clapcap-test-groups"):
+        tracking.log_metrics({"cider_d": 0.5}, scope="test", stat="std")
+    runs = mlflow.search_runs(experiment_names=["clapcap-test-groups"], output_format="list")
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
+    assert len(children) == 2 and mlflow.get_run(parent).data.metrics == {"test/cider_d_std": 0.5}
 
 
 def test_failed_stage_marks_run_failed(mlflow_uri):
     import mlflow
 
     with pytest.raises(RuntimeError):
-        with tracking.stage_run("boom", experiment="clapcap-test") as run:
+        with tracking.tracked("boom", experiment="clapcap-test", name="unit/boom") as run:
             raise RuntimeError("crash")
     assert mlflow.get_run(run.info.run_id).info.status == "FAILED"
 
@@ -40,7 +77,7 @@ def test_register_model_and_alias(mlflow_uri, tmp_path):
         def predict(self, context, model_input, params=None):
             return model_input
 
-    with tracking.stage_run("register", experiment="clapcap-test"):
+    with tracking.tracked("register", experiment="clapcap-test", name="unit/register"):
         uri = tracking.log_pyfunc_model(Echo(), "echo")
     version = tracking.register_model(uri, "clapcap-echo", alias="champion")
     assert version == 1
@@ -62,7 +99,7 @@ def test_registered_model_loads_from_the_project_store_outside_a_run(tmp_path, m
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.chdir(tmp_path)
-    with tracking.stage_run("register", experiment="clapcap-test"):
+    with tracking.tracked("register", experiment="clapcap-test", name="unit/register"):
         uri = tracking.log_pyfunc_model(Echo(), "echo", input_example=pd.DataFrame({"x": [1.0]}))
     tracking.register_model(uri, "clapcap-echo-local", alias="champion")
     code = ("import pandas as pd; from clapcap import tracking; "

@@ -99,7 +99,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
         cfg = dataclasses.replace(base, stages=[1], stage1=dataclasses.replace(
             base.stage1, epochs=search.stage1_epochs, lr_projection=lr))
         res = train_captioner(model_cfg, cfg, dump=dump, dataset_dir=dataset_dir, out_dir=out / "trials" / f"s1_lr{_fmt(lr)}",
-                              progress=progress, track=False, lm_cache_dir=cache, compute=compute)
+                              progress=progress, lm_cache_dir=cache, compute=compute)
         return float(res["stages"]["1"]["best_val_loss"])
 
     study1 = _study("stage1", storage)
@@ -116,7 +116,7 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
             base.stage2, epochs=search.stage2_epochs, lr_projection=lr_p, lr_lm=lr_l))
         res = train_captioner(model_cfg, cfg, dump=dump, dataset_dir=dataset_dir, init_from=init,
                               out_dir=out / "trials" / f"s2_p{_fmt(lr_p)}_lm{_fmt(lr_l)}",
-                              progress=progress, track=False, compute=compute)
+                              progress=progress, compute=compute)
         return float(res["stages"]["2"]["best_val_loss"])
 
     study2 = _study("stage2", storage)

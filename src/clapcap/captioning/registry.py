@@ -84,9 +84,11 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
         example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
-    with tracking.stage_run("captioning-register", experiment="clapcap-captioning", run_name=best["name"],
-                            params={"candidate": best["name"], "metric": metric}):
-        tracking.log_metrics({f"val/{metric}": best["val"]["corpus"][metric]})
+    with tracking.tracked("captioning-register", experiment="clapcap-captioning",
+                          name=tracking.run_name("captioning", "register", best["name"]), dvc_stage="caption_register",
+                          params={"candidate": best["name"], "metric": metric}, dataset_dir=params.dataset_dir,
+                          dump=dump):
+        tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
         uri = tracking.log_loader_pyfunc_model(
             "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
     version = tracking.register_model(uri, params.registered_model, alias=params.alias,

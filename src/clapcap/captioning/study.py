@@ -17,7 +17,6 @@ Output folder (``out_dir``): ``runs/<name>/`` (training, and the test captions i
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import statistics
@@ -115,20 +114,59 @@ def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfi
     return dataclasses.replace(params.models[spec.lm], **spec.model_overrides), train
 
 
-def _tracked(params: CaptioningParams, stage: str, run_name: str, run_params: dict[str, Any]) -> Any:
-    if not params.track:
-        return contextlib.nullcontext()
-    from clapcap.tracking import stage_run
+_DVC_STAGES = {"lm": "caption_lm", "arch": "caption_arch", "encoder": "caption_encoder"}
 
-    return stage_run(stage, experiment="clapcap-captioning", params=run_params, run_name=run_name)
+
+def configuration(spec: RunSpec) -> str:
+    """The configuration part of a run's name: ``baseline``, ``n_layers2``, ``encoder_default_gpt2_s1``."""
+    config = spec.name.removesuffix(f"_seed{spec.seed}")
+    return "baseline" if config == spec.lm else config.removeprefix(f"{spec.lm}_")
+
+
+def _seed_group(params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int]) -> str | None:
+    """The parent run id of ``config``'s seed group (None with tracking off or a single seed)."""
+    if not params.track or len(seeds) < 2:
+        return None
+    from clapcap import tracking
+
+    return tracking.group_run("clapcap-captioning", tracking.run_name("captioning", spec.lm, config),
+                              stage="captioning-seeds", params={"lm": spec.lm, "configuration": config,
+                                                                "seeds": seeds},
+                              dvc_stage=_DVC_STAGES.get(spec.kind, "caption_decoding"),
+                              dataset_dir=params.dataset_dir)
+
+
+def _tracked_run(params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
+                 seeds: list[int], dvc_stage: str) -> Any:
+    """One MLflow run for one configuration at one seed (nested under its seed group)."""
+    from clapcap import tracking
+
+    return tracking.tracked("captioning-run", experiment="clapcap-captioning", enabled=params.track,
+                            name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
+                            dvc_stage=dvc_stage, dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
+                            parent=_seed_group(params, spec, config, seeds), tags={"clapcap.config": spec.name})
+
+
+def _log_epoch(stage: int, epoch: int, losses: dict[str, float]) -> None:
+    from clapcap import tracking
+
+    tracking.log_metrics({f"loss_stage{stage}": losses["train_loss"]}, scope="train", step=epoch)
+    tracking.log_metrics({f"loss_stage{stage}": losses["val_loss"]}, scope="val", step=epoch)
 
 
 def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
     if params.track:
-        from clapcap.tracking import log_metrics
+        from clapcap import tracking
 
-        log_metrics(record["test"]["corpus"], prefix="test")
-        log_metrics(record["val"]["corpus"], prefix="val")
+        tracking.log_metrics(record["test"]["corpus"], scope="test")
+        tracking.log_metrics(record["val"]["corpus"], scope="val")
+        for stage, result in record.get("stages", {}).items():
+            tracking.log_metrics({f"best_loss_stage{stage}": result["best_val_loss"]}, scope="val")
+
+
+def _seeds_of(params: CaptioningParams, spec: RunSpec) -> list[int]:
+    return list(params.encoder_seeds if spec.kind == "encoder" else
+                params.noise_seeds if spec.kind == "lm" else [spec.seed])
 
 
 def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str, decoding: DecodingConfig,
@@ -159,11 +197,14 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
         return read_json(path)
     params.check_lm(spec.lm)
     model_cfg, train_cfg = run_configs(params, spec)
-    trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
-                              out_dir=out / "runs" / spec.name, progress=params.progress, track=params.track,
-                              lm_cache_dir=out / "lm_warmup", compute=compute)
-    run_params = {"spec": dataclasses.asdict(spec), "decoding": dataclasses.asdict(params.decoding)}
-    with _tracked(params, "captioning-eval", spec.name, run_params):
+    run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
+                  "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding)}
+    with _tracked_run(params, spec, configuration(spec), run_params, _seeds_of(params, spec),
+                      _DVC_STAGES[spec.kind]):
+        trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
+                                  out_dir=out / "runs" / spec.name, progress=params.progress,
+                                  on_epoch_end=_log_epoch if params.track else None,
+                                  lm_cache_dir=out / "lm_warmup", compute=compute)
         val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding,
                                      compute)
         record = {"spec": dataclasses.asdict(spec), "model": trained["model"], "train": trained["train"],
@@ -171,7 +212,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
                   "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
                   "val": val, "test": test}
-        _log_scores(params, record)
+        _log_scores(params, {**record, "stages": trained["stages"]})
     write_json(test_predictions_path(out, spec.name), preds)
     write_json(path, record)
     return record
@@ -216,8 +257,9 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
         return read_json(path)
     decoding = decoding_config(params, name)
     base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed), compute=compute)
-    run_name = f"{lm}_{name}_seed{seed}"
-    with _tracked(params, "captioning-decoding", run_name, {"decoding": dataclasses.asdict(decoding), "seed": seed}):
+    spec = RunSpec(f"{lm}_decoding_{name}_seed{seed}", "decoding", lm, seed, dump=params.dump)
+    with _tracked_run(params, spec, f"decoding_{name}", {"decoding": dataclasses.asdict(decoding), "seed": seed},
+                      list(params.noise_seeds), "caption_decoding"):
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
                                      compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
@@ -245,7 +287,21 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
     result = {"lm": lm, "seeds": list(params.noise_seeds), "metrics": metrics,
               "primary": records[0]["test"].get("primary")}
     write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
+    _log_noise_floor(params, lm_specs(params, lm)[0], metrics)
     return result
+
+
+def _log_noise_floor(params: CaptioningParams, spec: RunSpec, metrics: dict[str, Any]) -> None:
+    """Mean and std (the noise floor) over the seeds, on the seed group's parent run:
+    ``test/<metric>_mean``, ``test/<metric>_std``."""
+    group = _seed_group(params, spec, "baseline", list(params.noise_seeds))
+    if group is None:
+        return
+    from clapcap import tracking
+
+    with tracking.resumed(group, experiment="clapcap-captioning"):
+        for stat in ("mean", "std"):
+            tracking.log_metrics({m: v[stat] for m, v in metrics.items()}, scope="test", stat=stat)
 
 
 def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
@@ -266,13 +322,41 @@ def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
 
 def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
     """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished);
-    every trial trains on ``compute.device``."""
+    every trial trains on ``compute.device``. When tracked, a search that runs is one MLflow
+    run (``captioning/<lm>/lr_search``, the chosen LRs) with one child run per trial (its LRs
+    and ``val/loss``); a finished search opens no run."""
 
     params.check_lm(lm)
-    return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
-                                 params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
-                                 out_dir=Path(params.out_dir) / "lr_search" / lm, progress=params.progress,
-                                 lm_cache_dir=Path(params.out_dir) / "lm_warmup", compute=or_default(compute))
+    out = Path(params.out_dir) / "lr_search" / lm
+    track = params.track and not (out / "best.json").is_file()
+    from clapcap import tracking
+
+    with tracking.tracked("captioning-lr-search", experiment="clapcap-captioning", enabled=track,
+                          name=tracking.run_name("captioning", lm, "lr_search"), dvc_stage="caption_lr_search",
+                          params={"lr_search": dataclasses.asdict(params.lr_search), "lm": lm},
+                          dataset_dir=params.dataset_dir, dump=params.dump):
+        best = search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
+                                     params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
+                                     out_dir=out, progress=params.progress,
+                                     lm_cache_dir=Path(params.out_dir) / "lm_warmup", compute=or_default(compute))
+        if track:
+            _log_trials(params, lm, best)
+    return best
+
+
+def _log_trials(params: CaptioningParams, lm: str, best: dict[str, Any]) -> None:
+    """The search's chosen LRs on its run, and each trial as a child run."""
+    from clapcap import tracking
+
+    tracking.log_params({k: best[k] for k in ("stage1_lr_projection", "stage2_lr_projection", "stage2_lr_lm")})
+    for stage in ("stage1", "stage2"):
+        for i, trial in enumerate(best[f"{stage}_trials"]):
+            lrs = {k: v for k, v in trial.items() if k != "val_loss"}
+            with tracking.tracked("captioning-lr-trial", experiment="clapcap-captioning", params={**lrs, "stage": stage},
+                                  name=tracking.run_name("captioning", lm, f"lr_search/{stage}/trial{i}"),
+                                  dvc_stage="caption_lr_search", dataset_dir=params.dataset_dir):
+                tracking.log_metrics({f"loss_{stage}": trial["val_loss"]}, scope="val")
+
 
 
 def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,

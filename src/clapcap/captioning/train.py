@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,19 +63,8 @@ def load_run_data(dump: str | Path, dataset_dir: str | Path, embedding_key: str 
                    load_caption_split(dump, manifest, "val", embedding_key=embedding_key))
 
 
-def _tracked(track: bool, stage: str, params: dict[str, Any], run_name: str) -> Any:
-    if not track:
-        return contextlib.nullcontext()
-    from clapcap.tracking import stage_run
-
-    return stage_run(stage, experiment="clapcap-captioning", params=params, run_name=run_name)
-
-
-def _log(track: bool, metrics: dict[str, float], step: int | None = None) -> None:
-    if track:
-        from clapcap.tracking import log_metrics
-
-        log_metrics(metrics, step=step)
+EpochHook = Callable[[int, int, dict[str, float]], None]
+"""``on_epoch_end(stage, epoch, {"train_loss", "val_loss"})``: a caller's hook (MLflow at the edge)."""
 
 
 def _batches(n: int, batch_size: int, seed: int) -> list[np.ndarray]:
@@ -174,7 +164,8 @@ def _resume(folder: Path, model: ClipCapCaptioner, opt: torch.optim.Optimizer) -
 
 
 def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainConfig, folder: str | Path, *,
-                progress: bool = True, track: bool = False, compute: Compute | None = None) -> dict[str, Any]:
+                progress: bool = True, on_epoch_end: EpochHook | None = None,
+                compute: Compute | None = None) -> dict[str, Any]:
     """Train one stage into ``folder`` (resuming from ``last.pt``; skipped if ``result.json`` exists).
 
     Returns:
@@ -202,7 +193,8 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
             model.save(folder / "best")
         state["epoch"], state["seconds"] = epoch, state["seconds"] + time.perf_counter() - start
         save_torch({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state}, folder / "last.pt")
-        _log(track, {f"stage{stage}/train_loss": train_loss, f"stage{stage}/val_loss": val_loss}, step=epoch)
+        if on_epoch_end is not None:
+            on_epoch_end(stage, epoch, {"train_loss": train_loss, "val_loss": val_loss})
         logger.info("stage %d epoch %d: train %.4f val %.4f", stage, epoch, train_loss, val_loss)
     best = torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True)
     model.load_state_dict(best)
@@ -259,7 +251,7 @@ def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cf
 
 def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str | Path, dataset_dir: str | Path,
                     out_dir: str | Path, init_from: str | Path | None = None, progress: bool = True,
-                    track: bool = True, lm_cache_dir: str | Path | None = None,
+                    on_epoch_end: EpochHook | None = None, lm_cache_dir: str | Path | None = None,
                     compute: Compute | None = None) -> dict[str, Any]:
     """Train a captioner (stages ``cfg.stages``) into ``out_dir``; skipped if its result exists.
 
@@ -267,6 +259,7 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
     result); ``compute.precision`` bf16 autocasts the training forward passes on CUDA.
 
     ``init_from`` is a saved captioner to start from (for a stage-2-only run).
+    ``on_epoch_end(stage, epoch, losses)`` is called after each epoch (not for finished stages).
     ``lm_cache_dir`` shares the small decoder's LM warm-up between runs whose inputs
     (model config, seed, warm-up options, data) are identical, such as LR-search trials.
 
@@ -301,11 +294,9 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
     if compute.precision != "fp32":  # recorded only when not the default, so fp32 results keep their bytes
         params["precision"] = compute.precision
     stages: dict[str, Any] = {}
-    with _tracked(track, "captioning-train", params, out.name):
-        for stage in cfg.stages:
-            stages[str(stage)] = train_stage(model, stage, data, cfg, out / f"stage{stage}",
-                                             progress=progress, track=track, compute=compute)
-            _log(track, {f"stage{stage}/best_val_loss": stages[str(stage)]["best_val_loss"]})
+    for stage in cfg.stages:
+        stages[str(stage)] = train_stage(model, stage, data, cfg, out / f"stage{stage}",
+                                         progress=progress, on_epoch_end=on_epoch_end, compute=compute)
     result = {**params, "seed": cfg.seed, "stages": stages,
               "checkpoint": stages[str(cfg.stages[-1])]["checkpoint"]}
     write_json(out / "result.json", result)

@@ -403,30 +403,61 @@ def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str 
 
 def run_train_clap(params: TrainClapParams, *, progress: bool = True,
                    compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_clap` inside an MLflow run (when ``params.track``): per-epoch metrics, the
-    result file, and the model registered as ``registered_model`` with alias ``alias``.
+    """:func:`train_clap` inside one MLflow run (when ``params.track``): params, provenance,
+    per-epoch metrics (``train/loss``, ``val/t2a/r10`` with ``step=``), the result file, the
+    model, its test item scores, and a registration as ``registered_model`` that moves
+    ``@champion`` only on evidence (:func:`clapcap.tracking.promotion.register_on_evidence`).
+    A training that is skipped (its result exists) opens no run.
 
     Returns:
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
     """
 
     compute = or_default(compute)
-    if not params.track:
-        return train_clap(params, progress=progress, compute=compute)
+    done = _load_done(Path(params.out_dir) / RESULT, run_signature(params, Path(params.dataset_dir), compute))
+    if not params.track or done is not None:
+        return done or train_clap(params, progress=progress, compute=compute)
     from clapcap import tracking
 
-    with tracking.stage_run("train_clap", experiment="clapcap-retrieval",
-                            params={**to_dict(params), "compute": compute.to_dict()}):
-        res = train_clap(params, progress=progress, compute=compute,
-                         on_epoch_end=lambda epoch, row: tracking.log_metrics(row, step=epoch))
-        tracking.set_tags({"skipped": res.skipped})
-        if not res.skipped:
-            tracking.log_metrics(res.val, prefix="final_val")
-            tracking.log_artifact(res.result_path)
-            uri = tracking.log_loader_pyfunc_model(
-                "default_clap", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
-                input_example=["a dog barks", "rain falls on a roof"])
-            tracking.log_dict(test_item_scores(params, res.model_dir), ITEM_SCORES_FILE)
-            version = tracking.register_model(uri, params.registered_model, alias=params.alias)
-            logger.info("registered %s version %d (alias %s)", params.registered_model, version, params.alias)
+    run_params = {**to_dict(params), "compute": compute.to_dict()}
+    name = tracking.run_name("retrieval", "default_clap", sha256_json(to_dict(params))[:8], params.seed)
+    with tracking.tracked("train_clap", experiment="clapcap-retrieval", name=name, params=run_params,
+                          dataset_dir=params.dataset_dir):
+        res = train_clap(params, progress=progress, compute=compute, on_epoch_end=_log_epoch)
+        tracking.log_artifact(res.result_path)
+        uri = tracking.log_loader_pyfunc_model(
+            "default_clap", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
+            input_example=["a dog barks", "rain falls on a roof"])
+        scores = test_item_scores(params, res.model_dir)
+        tracking.log_dict(scores, ITEM_SCORES_FILE)
+        register(uri, params, scores)
     return res
+
+
+def _log_epoch(epoch: int, row: dict[str, float]) -> None:
+    """One epoch's row under the vocabulary: ``train/loss`` and the validation recalls."""
+    from clapcap import tracking
+
+    tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
+    tracking.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "loss", "seconds")},
+                         scope="val", step=epoch)
+
+
+def register(uri: str, params: TrainClapParams, scores: dict[str, Any]) -> dict[str, Any]:
+    """Register ``uri`` as a version of ``params.registered_model``; ``params.alias`` moves
+    to it only when a paired bootstrap on the test items shows it better than the current
+    holder (one-sided p < 0.05); otherwise it becomes ``@challenger``.
+
+    Returns:
+        The decision of :func:`clapcap.tracking.promotion.register_on_evidence`.
+    """
+    from clapcap.retrieval.item_scores import compare_item_scores
+    from clapcap.tracking.promotion import register_on_evidence
+
+    decision = register_on_evidence(
+        uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE,
+        alias=params.alias,
+        compare=lambda cand, champ: compare_item_scores(cand, champ, names=("candidate", "champion")))
+    logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
+                decision["alias"], decision["reason"])
+    return decision

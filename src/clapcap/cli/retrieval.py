@@ -22,14 +22,11 @@ def _evaluate(args: argparse.Namespace) -> int:
                            bootstrap=args.bootstrap, seed=args.seed,
                            max_block_bytes=args.max_block_mb * 2**20)
     if args.mlflow:
-        from clapcap import tracking
-        from clapcap.retrieval.mlflow_log import log_evaluation
+        from clapcap.retrieval.evaluate import track_evaluation
 
-        with tracking.stage_run("evaluate_retrieval", experiment="clapcap-retrieval",
-                                params={"dump": args.dump, "laion_compatible": args.laion_compatible,
-                                        "bootstrap": args.bootstrap, "seed": args.seed}):
-            log_evaluation(result)
-            tracking.log_artifact(args.out)
+        track_evaluation(result, args.dump, out_path=args.out,
+                         params={"laion_compatible": args.laion_compatible, "bootstrap": args.bootstrap,
+                                 "seed": args.seed})
     summary = {d: {k: v for k, v in result[d].items() if k != "ci"} for d in ("t2a", "a2t")}
     print(json.dumps(summary, indent=2))
     return 0

@@ -30,7 +30,7 @@ from clapcap.data.real import read_ovos_animals
 from clapcap.data.splits import apply_splits
 from clapcap.data.synth import generate_corpus
 from clapcap.errors import InputError
-from clapcap.utils.io import read_json, sha256_file, sha256_json, write_json
+from clapcap.utils.io import prepared_dataset_hash, read_json, sha256_file, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +201,4 @@ def dataset_fingerprint(dataset_dir: str | Path) -> str:
     Raises:
         FileNotFoundError: naming ``manifest.csv`` or ``dataset.json`` when missing.
     """
-    dataset_dir = Path(dataset_dir)
-    info = {k: v for k, v in read_json(dataset_dir / "dataset.json").items() if k != "root"}
-    return sha256_json([sha256_file(dataset_dir / "manifest.csv"), info])
+    return prepared_dataset_hash(dataset_dir)

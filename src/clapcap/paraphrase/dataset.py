@@ -130,8 +130,12 @@ def run_paraphrase(params: ParaphraseParams, *, progress: bool = True) -> dict[s
         return paraphrase_dataset(params, progress=progress)
     from clapcap import tracking
 
-    with tracking.stage_run("robust_paraphrase", experiment=params.experiment, params=to_dict(params)):
+    with tracking.tracked("robust_paraphrase", experiment=params.experiment, params=to_dict(params),
+                          name=tracking.run_name("robust", "paraphrase", params.backend),
+                          dataset_dir=params.dataset_dir):
         report = paraphrase_dataset(params, progress=progress)
-        tracking.log_metrics({k: v for k, v in report.items() if k != "failures"})
+        tracking.log_metrics({k: v for k, v in report.items() if k not in ("failures", "n_views")}, scope="data")
+        for view, count in report["n_views"].items():  # data/view1/n_captions
+            tracking.log_metrics({"n_captions": count}, scope="data", view=view)
         tracking.log_artifact(Path(params.out_dir) / "paraphrase_report.json")
     return report

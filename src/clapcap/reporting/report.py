@@ -298,8 +298,8 @@ def build_report(inputs: Mapping[str, Any], out_dir: str | Path, *,
     if track:
         from clapcap import tracking
 
-        with tracking.stage_run("report", experiment="clapcap-report",
-                                params={k: ",".join(map(str, _as_paths(v))) for k, v in inputs.items()}):
+        with tracking.tracked("report", experiment="clapcap-report", name=tracking.run_name("report", "summary"),
+                              params={k: ",".join(map(str, _as_paths(v))) for k, v in inputs.items()}):
             summary = _render(data, skipped, out_dir, leaderboard_path, track=True)
             tracking.log_artifact(out_dir / "tables", artifact_path="tables")
             tracking.log_artifact(out_dir / "report.md")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -182,3 +183,45 @@ def evaluate_all(params: RetrievalEvalParams, *, device: str | None = None) -> d
             seed=params.seed, confidence=params.confidence,
             max_block_bytes=params.max_block_mb * 2**20, device=device)
     return out
+
+
+def track_evaluation(result: dict[str, Any], dump_path: str | Path, *, params: dict[str, Any],
+                     out_path: str | Path | None = None) -> dict[str, float]:
+    """Log one evaluation as its own MLflow run of ``clapcap-retrieval``, named
+    ``retrieval/evaluate/<encoder>/<dataset>/<split>`` (the dump's last three path parts), with the dump as its input: ``<split>/t2a/r10``,
+    ``<split>/t2a/r10_ci_low``, ... (the split from the dump's meta; docs/tracking.md).
+
+    Returns:
+        The logged ``{key: value}``.
+    """
+    from clapcap import tracking
+
+    dump = load_dump(dump_path, validate=False)
+    split = str(dump.meta.get("split") or "test")
+    label = "/".join(Path(dump_path).with_suffix("").parts[-3:])
+    dataset = dump.meta.get("dataset")
+    dataset_dir = dataset if dataset and (Path(dataset) / "manifest.csv").is_file() else None
+    with tracking.tracked("evaluate_retrieval", experiment="clapcap-retrieval",
+                          name=tracking.run_name("retrieval", "evaluate", label),
+                          params={**params, "dump": str(dump_path)}, dump=dump_path, dataset_dir=dataset_dir):
+        logged = tracking.log_metrics({k: v for k, v in result.items() if k in ("t2a", "a2t", "n_clips", "n_captions")},
+                                      scope=split)
+        if out_path is not None:
+            tracking.log_artifact(out_path)
+    return logged
+
+
+def run_evaluate_all(params: RetrievalEvalParams, *, device: str | None = None) -> dict[str, dict]:
+    """:func:`evaluate_all`, then one MLflow run per dump when ``params.track``
+    (:func:`track_evaluation`).
+
+    Returns:
+        :func:`evaluate_all`'s ``{dump path: metrics}``.
+    """
+    from clapcap.config import to_dict
+
+    results = evaluate_all(params, device=device)
+    if params.track:
+        for dump_path, result in results.items():
+            track_evaluation(result, dump_path, params=to_dict(params), out_path=metrics_path(params, dump_path))
+    return results

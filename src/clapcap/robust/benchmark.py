@@ -277,29 +277,43 @@ def sample_rate_of(params: RobustBenchParams) -> int:
     return rates.pop()
 
 
-def _flat_metrics(result: dict[str, Any]) -> dict[str, float]:
-    """MLflow metrics: ``<model>/<benchmark>/<direction>/<metric>``, drops and paired differences."""
+def model_metrics(result: dict[str, Any], name: str) -> dict[str, float]:
+    """Vocabulary keys of model ``name``'s scores: ``test/t2a/r10`` (original captions),
+    ``test/view2/t2a/r10``, ``test/a2l/map10`` (zero-shot), intervals and ``_drop`` (view minus
+    original)."""
+    from clapcap.tracking.vocab import metric_keys
+
+    split, out = result["split"], {}
+    for bench, m in result["models"][name].items():
+        view = None if bench == ZS else bench
+        dirs = {"a2l": m} if bench == ZS else {d: m[d] for d in ("t2a", "a2t")}
+        for d, vals in dirs.items():
+            out.update(metric_keys(vals, scope=split, view=view, direction=d))
+    for bench, dr in result["drops"][name].items():
+        for d, vals in dr.items():
+            out.update(metric_keys({k: v["difference"] for k, v in vals.items()}, scope=split, view=bench,
+                                   direction=d, stat="drop"))
+    return out
+
+
+def paired_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Vocabulary keys of the candidate-minus-base paired bootstrap: ``_diff`` and ``_p``."""
+    from clapcap.tracking.vocab import metric_keys
+
     out: dict[str, float] = {}
-    for name, res in result["models"].items():
-        for bench, m in res.items():
-            dirs = {"a2l": m} if bench == ZS else {d: m[d] for d in ("t2a", "a2t")}
-            for d, vals in dirs.items():
-                out.update({f"{name}/{bench}/{d}/{k}": v for k, v in vals.items()
-                            if isinstance(v, float) and k != "median_rank"})
-        for bench, dr in result["drops"][name].items():
-            for d, vals in dr.items():
-                out.update({f"{name}/drop_{bench}/{d}/{k}": v["difference"] for k, v in vals.items()})
     for bench, pr in result["paired"].items():
+        view = None if bench == ZS else bench
         for d, vals in pr.items():
-            for k, v in vals.items():
-                out[f"paired/{bench}/{d}/{k}"] = v["difference"]
-                out[f"paired/{bench}/{d}/{k}_p"] = v["p_value"]
+            for stat, field_ in (("diff", "difference"), ("p", "p_value")):
+                out.update(metric_keys({k: v[field_] for k, v in vals.items()}, scope=result["split"], view=view,
+                                       direction=d, stat=stat))
     return out
 
 
 def run_robust_benchmark(params: RobustBenchParams, *, compute: Compute | None = None) -> dict[str, Any]:
-    """:func:`run_benchmark` inside an MLflow run (when ``params.track``); registers the
-    candidate as ``registered_model`` (alias ``alias``) when it beats the base.
+    """:func:`run_benchmark` inside MLflow (when ``params.track``): a parent run with the
+    paired differences and the reports, one child run per model with its scores; registers
+    the candidate as ``registered_model`` (alias ``alias``) when it beats the base.
 
     Returns:
         The benchmark result, with ``register.version`` when the model was registered.
@@ -309,13 +323,21 @@ def run_robust_benchmark(params: RobustBenchParams, *, compute: Compute | None =
         return run_benchmark(params, compute=compute)
     from clapcap import tracking
 
-    with tracking.stage_run("robust_benchmark", experiment=params.experiment,
-                            params={**to_dict(params), "compute": compute.to_dict()}):
+    with tracking.tracked("robust_benchmark", experiment=params.experiment,
+                          name=tracking.run_name("robust", "benchmark", params.split),
+                          params={**to_dict(params), "compute": compute.to_dict()},
+                          dataset_dir=params.paraphrase_dir):
         result = run_benchmark(params, compute=compute)
-        tracking.log_metrics(_flat_metrics(result))
+        tracking.log_keyed(paired_metrics(result))
         for name in ("benchmark.json", "benchmark.md", "benchmark.tex"):
             tracking.log_artifact(Path(params.out_dir) / name)
         tracking.set_tags({"register": result["register"]["decision"], "register_reason": result["register"]["reason"]})
+        for model, path in params.models.items():
+            with tracking.tracked("robust_benchmark", experiment=params.experiment,
+                                  name=tracking.run_name("robust", "benchmark", params.split) + f"/{model}",
+                                  params={"model": model, "model_dir": path, "split": params.split},
+                                  dataset_dir=params.paraphrase_dir):
+                tracking.log_keyed(model_metrics(result, model))
         if result["register"]["decision"]:
             uri = tracking.log_loader_pyfunc_model(
                 "robust_clap", "clapcap.encoders.hf_clap:pyfunc_loader",

@@ -31,7 +31,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
-from clapcap.utils.io import read_json, write_json
+from clapcap.utils.io import read_json, sha256_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -229,19 +229,36 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
 
 def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
                      compute: Compute | None = None) -> RobustTrainResult:
-    """:func:`train_robust_clap` inside an MLflow run (when ``params.track``): params,
-    per-epoch metrics, the result file. Returns the training result."""
+    """:func:`train_robust_clap` inside one MLflow run (when ``params.track``): params,
+    provenance, per-epoch metrics (``train/loss``; ``val/t2a/r10`` and ``val/view2/t2a/r10``,
+    with ``step=``), the result file. A skipped training (result exists) opens no run.
+
+    Returns:
+        The training result.
+    """
     compute = or_default(compute)
-    if not params.track:
+    if not params.track or (Path(params.out_dir) / RESULT).is_file():
         return train_robust_clap(params, progress=progress, compute=compute)
     from clapcap import tracking
 
-    with tracking.stage_run("robust_train", experiment=params.experiment,
-                            params={**to_dict(params), "compute": compute.to_dict()}):
-        result = train_robust_clap(
-            params, progress=progress, compute=compute,
-            on_epoch_end=lambda epoch, row: tracking.log_metrics(row, step=epoch, prefix="train"))
-        tracking.set_tags({"skipped": result.skipped, "base_model": params.base_model})
-        tracking.log_metrics(result.val, prefix="val")
+    run_params = {**to_dict(params), "compute": compute.to_dict()}
+    name = tracking.run_name("robust", Path(params.out_dir).name, sha256_json(to_dict(params))[:8], params.seed)
+    with tracking.tracked("robust_train", experiment=params.experiment, name=name, params=run_params,
+                          dataset_dir=params.paraphrase_dir, tags={"base_model": params.base_model}):
+        result = train_robust_clap(params, progress=progress, compute=compute, on_epoch_end=log_epoch)
         tracking.log_artifact(result.result_path)
     return result
+
+
+def log_epoch(epoch: int, row: dict[str, float]) -> None:
+    """One epoch's row under the vocabulary: ``train/loss``, then the validation recalls of
+    the captions (``val/t2a/r10``) and of each view (``val/view2/t2a/r10``)."""
+    from clapcap import tracking
+
+    tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
+    views = {view: {k[len(view) + 1:]: v for k, v in row.items() if k.startswith(f"{view}_")} for view in VIEW_COLUMNS}
+    rest = {k: v for k, v in row.items()
+            if k not in ("epoch", "loss", "seconds") and not any(k.startswith(f"{w}_") for w in VIEW_COLUMNS)}
+    tracking.log_metrics(rest, scope="val", step=epoch)
+    for view, metrics in views.items():
+        tracking.log_metrics(metrics, scope="val", view=view, step=epoch)

@@ -8,9 +8,12 @@ Conventions
   ``mlflow server`` (PostgreSQL + S3) needs only ``MLFLOW_TRACKING_URI=http://HOST:PORT``
   on each client: see docs/tracking.md, "A shared tracking server".
 - One experiment per pipeline area (``clapcap-data``, ``clapcap-retrieval``, ...);
-  one run per stage invocation, tagged with the stage name.
-- Metric keys are made MLflow-safe by :func:`safe_key` (``R@1`` -> ``R1``), while JSON
-  result files keep readable names.
+  one run per configuration, opened at a stage's edge by :func:`tracked`
+  (:mod:`clapcap.tracking.runs`), which also logs params, provenance and inputs; seeds and
+  trials are child runs.
+- Metric keys come from ONE mapper, :mod:`clapcap.tracking.vocab` (``test/t2a/r10`` for
+  the JSON's ``t2a`` ``r@10`` on the test split): :func:`log_metrics` maps readable JSON
+  names, :func:`log_keyed` checks ready keys. docs/tracking.md, "Metric vocabulary".
 - Secrets never reach MLflow: :func:`log_params` drops any key that looks like a
   credential (``api_key``, ``token``, ``secret``, ``password``).
 """
@@ -18,163 +21,55 @@ Conventions
 from __future__ import annotations
 
 import logging
-import os
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from clapcap.errors import InputError
+from clapcap.tracking.runs import group_run, provenance, resumed, run_name, tracked
+from clapcap.tracking.store import (  # noqa: F401 - the package's API
+    _SECRET,
+    _mlflow,
+    _open_store,
+    _store_lock,
+    clean_params,
+    default_tracking_uri,
+    flatten,
+    log_params,
+    prepare_store,
+    safe_key,
+)
+from clapcap.tracking.vocab import VocabularyError, check_key, metric_key, metric_keys
 
 logger = logging.getLogger(__name__)
 
-_SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
-_UNSAFE = re.compile(r"[^0-9A-Za-z_\-. /]")
+__all__ = ["VocabularyError", "check_key", "group_run", "metric_key", "metric_keys", "provenance", "resumed",
+           "run_name", "tracked"]  # re-exported: the stages use them as tracking.<name>
 
-
-def default_tracking_uri(project_root: str | Path | None = None) -> str:
-    """The tracking URI: ``$MLFLOW_TRACKING_URI`` or ``sqlite:///<root>/mlruns/mlflow.db``."""
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    root = Path(project_root or Path.cwd()).resolve()
-    (root / "mlruns").mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
-
-
-def safe_key(key: str) -> str:
-    """Map a readable metric name to an MLflow-safe key (``t2a/R@1`` -> ``t2a/R1``)."""
-    key = key.replace("@", "")
-    return _UNSAFE.sub("_", key)
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "", sep: str = "/") -> dict[str, Any]:
-    """Flatten nested mappings into ``a/b/c`` keys."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{sep}{key}" if prefix else str(key)
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name, sep))
-        else:
-            out[name] = value
-    return out
-
-
-def _mlflow():
-    import mlflow  # heavy import kept out of module import time
-
-    return mlflow
-
-
-def _ensure_experiment(name: str) -> str:
-    mlflow = _mlflow()
-    exp = mlflow.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    artifact_location = None
-    uri = mlflow.get_tracking_uri()
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        artifact_location = (db.parent / "artifacts").resolve().as_uri()
-    try:
-        return mlflow.create_experiment(name, artifact_location=artifact_location)
-    except mlflow.exceptions.MlflowException:
-        exp = mlflow.get_experiment_by_name(name)  # another process created it meanwhile
-        if exp is None:
-            raise
-        return exp.experiment_id
-
-
-@contextmanager
-def _store_lock(uri: str) -> Iterator[None]:
-    """Hold an exclusive file lock beside a local SQLite store (``<db>.lock``).
-
-    MLflow creates a fresh SQLite store's tables on first use; two processes doing that at
-    once (two workers, two queued DVC experiments) fail with ``table ... already exists``.
-    Other stores (a tracking server, PostgreSQL) serialise this themselves: no lock.
-    """
-    if not uri.startswith("sqlite:///"):
-        yield
-        return
-    import fcntl
-
-    db = Path(uri[len("sqlite:///"):])
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _open_store(uri: str, experiment: str) -> str:
-    """Point MLflow at ``uri`` and return ``experiment``'s id, creating store and experiment once."""
-    mlflow = _mlflow()
-    mlflow.set_tracking_uri(uri)
-    with _store_lock(uri):
-        return _ensure_experiment(experiment)
-
-
-def prepare_store(experiments: Sequence[str], tracking_uri: str | None = None) -> str:
-    """Create the tracking store's tables and ``experiments`` once, before work fans out.
-
-    Opening a store is serialised per SQLite file (:func:`_store_lock`) and creating an
-    experiment tolerates a concurrent creator; a dispatcher still calls this first so that its
-    workers only add runs.
+def log_metrics(metrics: Mapping[str, Any], *, scope: str, view: str | None = None,
+                direction: str | None = None, stat: str | None = None, step: int | None = None) -> dict[str, float]:
+    """Log a JSON metrics mapping under its vocabulary keys (:func:`clapcap.tracking.vocab.metric_keys`;
+    ``step=`` for per-epoch values). Non-numbers are skipped.
 
     Returns:
-        The tracking URI used (``tracking_uri`` or :func:`default_tracking_uri`).
+        The logged ``{key: value}``.
     """
-    uri = tracking_uri or default_tracking_uri()
-    for name in experiments:
-        _open_store(uri, name)
-    return uri
+    keyed = metric_keys(metrics, scope=scope, view=view, direction=direction, stat=stat)
+    return log_keyed(keyed, step=step)
 
 
-@contextmanager
-def stage_run(
-    stage: str,
-    *,
-    experiment: str = "clapcap",
-    params: Mapping[str, Any] | None = None,
-    tags: Mapping[str, str] | None = None,
-    run_name: str | None = None,
-    tracking_uri: str | None = None,
-) -> Iterator[Any]:
-    """Start an MLflow run for one stage invocation; yields the active run.
+def log_keyed(metrics: Mapping[str, float], *, step: int | None = None) -> dict[str, float]:
+    """Log metrics whose keys are already vocabulary keys.
 
-    The run is ended with status FAILED if the body raises.
+    Raises:
+        VocabularyError: on a key outside the vocabulary (nothing is logged then).
     """
-    mlflow = _mlflow()
-    exp_id = _open_store(tracking_uri or default_tracking_uri(), experiment)
-    all_tags = {"clapcap.stage": stage, **(tags or {})}
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name or stage, tags=all_tags) as run:
-        if params:
-            log_params(params)
-        yield run
-
-
-def log_params(params: Mapping[str, Any]) -> None:
-    """Log (flattened) params to the active run, dropping credential-like keys."""
-    mlflow = _mlflow()
-    flat = {k: v for k, v in flatten(params).items() if not _SECRET.search(k)}
-    # MLflow caps a param value at 6000 characters.
-    mlflow.log_params({safe_key(k): str(v)[:6000] for k, v in flat.items()})
-
-
-def log_metrics(metrics: Mapping[str, Any], *, step: int | None = None, prefix: str = "") -> None:
-    """Log numeric (flattened) metrics with MLflow-safe keys; non-numbers are skipped."""
-    mlflow = _mlflow()
-    flat = flatten(metrics, prefix)
-    numeric = {
-        safe_key(k): float(v)
-        for k, v in flat.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+    for key in metrics:
+        check_key(key)
+    numeric = {k: float(v) for k, v in metrics.items()}
     if numeric:
-        mlflow.log_metrics(numeric, step=step)
+        _mlflow().log_metrics(numeric, step=step)
+    return numeric
 
 
 def log_artifact(path: str | Path, artifact_path: str | None = None) -> None:
@@ -224,12 +119,19 @@ def active_run_id() -> str | None:
 
 
 def log_pyfunc_model(python_model: Any, name: str, *, artifacts: Mapping[str, str] | None = None,
-                     input_example: Any = None) -> str:
-    """Log a ``mlflow.pyfunc.PythonModel`` to the active run; returns its model URI."""
+                     input_example: Any = None, output_example: Any = None) -> str:
+    """Log a ``mlflow.pyfunc.PythonModel`` to the active run with its input example and a
+    signature inferred from ``input_example`` and ``output_example`` (when both are given);
+    returns its model URI."""
     mlflow = _mlflow()
+    signature = None
+    if input_example is not None and output_example is not None:
+        from mlflow.models import infer_signature
+
+        signature = infer_signature(input_example, output_example)
     info = mlflow.pyfunc.log_model(
         name=name, python_model=python_model, artifacts=dict(artifacts or {}),
-        input_example=input_example,
+        input_example=input_example, signature=signature,
     )
     return info.model_uri
 
@@ -272,7 +174,12 @@ def log_loader_pyfunc_model(name: str, loader: str, *, artifacts: Mapping[str, s
         def predict(self, context, model_input, params=None):  # noqa: ANN001
             return self.impl.predict(model_input)
 
-    return log_pyfunc_model(LoaderModel(loader), name, artifacts=artifacts, input_example=input_example)
+    output = None
+    if input_example is not None:  # the signature's output side: the model's answer to its example
+        module, func = loader.split(":")
+        output = getattr(importlib.import_module(module), func)(dict(artifacts)).predict(input_example)
+    return log_pyfunc_model(LoaderModel(loader), name, artifacts=artifacts, input_example=input_example,
+                            output_example=output)
 
 
 def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None) -> Any:

@@ -171,3 +171,16 @@ def remove_stale_temps(path: str | Path) -> int:
     for tmp in stale:
         tmp.unlink(missing_ok=True)
     return len(stale)
+
+
+def prepared_dataset_hash(dataset_dir: str | Path) -> str:
+    """The content hash behind :func:`clapcap.data.prepare.dataset_fingerprint` (here, below
+    every layer, so that tracking can tag runs with it): SHA-256 of ``manifest.csv``'s bytes
+    and ``dataset.json`` without its ``root``.
+
+    Raises:
+        FileNotFoundError: naming ``manifest.csv`` or ``dataset.json`` when missing.
+    """
+    dataset_dir = Path(dataset_dir)
+    info = {k: v for k, v in read_json(dataset_dir / "dataset.json").items() if k != "root"}
+    return sha256_json([sha256_file(dataset_dir / "manifest.csv"), info])

@@ -1,0 +1,91 @@
+"""Walk an MLflow store and report what breaks the tracking conventions (docs/tracking.md).
+
+:func:`check_store` finds, over every experiment's active runs:
+
+- a metric key outside the vocabulary (:func:`clapcap.tracking.vocab.check_key`);
+- two runs with one name in an experiment, unless one reruns the other (same stage and
+  same params hash);
+- an empty run (no params and no metrics);
+- a captioning configuration whose training params or test metrics are not on its run;
+- seeds of one configuration (``.../seedN`` siblings) that are not child runs of one parent;
+- a run without the provenance tags.
+
+``tools/check_mlflow_store.py`` runs it from the command line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from clapcap.tracking.runs import GROUP_TAG, PROVENANCE_TAGS
+from clapcap.tracking.vocab import VocabularyError, check_key
+
+_SEED = re.compile(r"^(.*)/seed\d+$")
+
+
+def _runs(client: Any) -> dict[str, list[Any]]:
+    out = {}
+    for exp in client.search_experiments():
+        if exp.name == "Default":
+            continue
+        out[exp.name] = client.search_runs([exp.experiment_id], max_results=50000)
+    return out
+
+
+def _run_problems(exp: str, run: Any) -> list[str]:
+    name, data, tags = run.info.run_name, run.data, run.data.tags
+    where = f"{exp}: run {name!r} ({run.info.run_id})"
+    problems = []
+    for key in data.metrics:
+        try:
+            check_key(key)
+        except VocabularyError as exc:
+            problems.append(f"{where}: {exc}")
+    if not data.params and not data.metrics:
+        problems.append(f"{where}: empty run (no params, no metrics)")
+    missing = [t for t in PROVENANCE_TAGS if t not in tags]
+    if missing:
+        problems.append(f"{where}: no provenance tags {missing}")
+    if tags.get("clapcap.stage") == "captioning-run":
+        if not any(k.startswith("train/") for k in data.params) or not any(k.startswith("test/") for k in data.metrics):
+            problems.append(f"{where}: a captioning configuration needs its training params and test metrics on one run")
+    return problems
+
+
+def _experiment_problems(exp: str, runs: list[Any]) -> list[str]:
+    problems = []
+    by_name: dict[str, list[Any]] = defaultdict(list)
+    for run in runs:
+        by_name[run.info.run_name].append(run)
+    for name, same in by_name.items():
+        configs = {(r.data.tags.get("clapcap.stage"), r.data.tags.get("clapcap.params_hash")) for r in same}
+        if len(same) > 1 and len(configs) > 1:
+            problems.append(f"{exp}: {len(same)} runs named {name!r} for different configurations")
+    ids = {r.info.run_id for r in runs}
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for run in runs:
+        found = _SEED.match(run.info.run_name or "")
+        if found and GROUP_TAG not in run.data.tags:
+            groups[found.group(1)].append(run)
+    for config, seeds in groups.items():
+        if len({r.info.run_name for r in seeds}) < 2:
+            continue
+        parents = {r.data.tags.get("mlflow.parentRunId") for r in seeds}
+        if len(parents) != 1 or None in parents or not parents <= ids:
+            problems.append(f"{exp}: the seeds of {config!r} are not child runs of one parent run")
+    return problems
+
+
+def check_store(tracking_uri: str) -> list[str]:
+    """Every convention the store at ``tracking_uri`` breaks, one line each (empty: all good)."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri)
+    problems: list[str] = []
+    for exp, runs in _runs(client).items():
+        for run in runs:
+            problems += _run_problems(exp, run)
+        problems += _experiment_problems(exp, runs)
+    return problems

@@ -1,0 +1,170 @@
+"""The one helper that stages call at their edges: :func:`tracked` opens an MLflow run, logs
+its params, its provenance and its inputs, and closes it (FAILED when the body raises).
+
+Provenance tags on every run (docs/tracking.md, "Provenance"):
+
+- ``clapcap.stage`` (the library step), ``clapcap.dvc_stage`` (``$DVC_STAGE`` when a caller
+  sets it, else the DVC stage the step belongs to), ``clapcap.git_commit`` (``git rev-parse
+  HEAD`` of the working folder, ``unknown`` outside a repository);
+- ``clapcap.params_hash``: SHA-256 of the params section as logged;
+- ``clapcap.data_version``: :func:`clapcap.data.prepare.dataset_fingerprint` of the prepared
+  dataset (``none`` for a stage that reads none);
+- the dataset and the embedding dump as MLflow dataset inputs (a meta dataset: name,
+  relative path, content digest), so the runs table's Dataset column says what it saw.
+
+Seed groups and searches: :func:`group_run` finds or creates the parent run of a group
+(by its name, across processes), and ``tracked(..., parent=run_id)`` nests a run under it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from clapcap.utils.io import prepared_dataset_hash, sha256_file, sha256_json
+
+logger = logging.getLogger(__name__)
+
+PROVENANCE_TAGS = ("clapcap.stage", "clapcap.dvc_stage", "clapcap.git_commit", "clapcap.params_hash",
+                   "clapcap.data_version")
+GROUP_TAG = "clapcap.group"
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    """The commit of the working folder's repository, or ``unknown``."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+
+
+def run_name(area: str, model: str, configuration: str | None = None, seed: int | None = None) -> str:
+    """A run name that says what the run is: ``area/model[/configuration][/seedN]``."""
+    parts = [area, model, configuration, None if seed is None else f"seed{seed}"]
+    return "/".join(str(p) for p in parts if p)
+
+
+def provenance(stage: str, params: Mapping[str, Any] | None, *, dvc_stage: str | None = None,
+               dataset_dir: str | Path | None = None) -> dict[str, str]:
+    """The provenance tags of a run of ``stage`` (see the module docstring).
+
+    Raises:
+        FileNotFoundError: when ``dataset_dir`` lacks ``manifest.csv`` or ``dataset.json``.
+    """
+    data_version = "none"
+    if dataset_dir is not None:
+        data_version = prepared_dataset_hash(dataset_dir)  # = clapcap.data.prepare.dataset_fingerprint
+    return {"clapcap.stage": stage, "clapcap.dvc_stage": os.environ.get("DVC_STAGE") or dvc_stage or stage,
+            "clapcap.git_commit": git_commit(), "clapcap.params_hash": sha256_json(dict(params or {})),
+            "clapcap.data_version": data_version}
+
+
+def _relative(path: Path) -> str:
+    """``path`` relative to the working folder when inside it (no absolute path in a run)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path.name
+
+
+def log_inputs(*, dataset_dir: str | Path | None = None, dump: str | Path | None = None,
+               data_version: str | None = None) -> None:
+    """Log the prepared dataset and the embedding dump as dataset inputs of the active run."""
+    import mlflow
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+
+    entries = []
+    if dataset_dir is not None:
+        entries.append((Path(dataset_dir), data_version or "none", "dataset"))
+    if dump is not None and Path(dump).is_file():
+        entries.append((Path(dump), sha256_file(dump), "embedding_dump"))
+    for path, digest, context in entries:
+        with warnings.catch_warnings():  # a relative path "can be interpreted in multiple ways": all local
+            warnings.simplefilter("ignore", UserWarning)
+            source = resolve_dataset_source(_relative(path))
+        dataset = MetaDataset(source, name=f"{path.parent.name}/{path.name}", digest=digest[:32])
+        mlflow.log_input(dataset, context=context, tags={"clapcap.digest": digest})
+
+
+@contextmanager
+def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any] | None = None,
+            enabled: bool = True, dvc_stage: str | None = None, dataset_dir: str | Path | None = None,
+            dump: str | Path | None = None, parent: str | None = None, tags: Mapping[str, str] | None = None,
+            tracking_uri: str | None = None) -> Iterator[Any]:
+    """Run the body inside one MLflow run of ``experiment`` named ``name``; yields the run (None
+    when ``enabled`` is false: nothing is logged then).
+
+    The run gets ``params`` (credentials dropped), the provenance tags and the inputs; it is
+    nested under ``parent`` (a run id, see :func:`group_run`) or under the active run. The run
+    ends FAILED when the body raises. A caller opens no run for a step that will do nothing
+    (its result exists): check first, then enter.
+    """
+    if not enabled:
+        with nullcontext():
+            yield None
+        return
+    import mlflow
+
+    from clapcap.tracking import store as tracking
+
+    exp_id = tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    prov = provenance(stage, params, dvc_stage=dvc_stage, dataset_dir=dataset_dir)
+    all_tags = {**prov, **(tags or {})}
+    if parent is not None:
+        all_tags["mlflow.parentRunId"] = parent
+    nested = mlflow.active_run() is not None
+    with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags, nested=nested) as run:
+        if params:
+            tracking.log_params(params)
+        log_inputs(dataset_dir=dataset_dir, dump=dump, data_version=prov["clapcap.data_version"])
+        yield run
+
+
+def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, Any] | None = None,
+              dvc_stage: str | None = None, dataset_dir: str | Path | None = None,
+              tracking_uri: str | None = None) -> str:
+    """The id of the parent run of group ``name`` (seeds of one configuration, a search),
+    created finished with ``params`` and provenance when no run of ``experiment`` has it yet.
+
+    Creation is serialised on a local store, so two seed stages at once share one parent.
+    """
+    import mlflow
+
+    from clapcap.tracking import store as tracking
+
+    uri = tracking_uri or tracking.default_tracking_uri()
+    exp_id = tracking._open_store(uri, experiment)
+    with tracking._store_lock(uri):
+        found = mlflow.MlflowClient().search_runs([exp_id], filter_string=f"tags.`{GROUP_TAG}` = '{name}'",
+                                                  max_results=1)
+        if found:
+            return found[0].info.run_id
+        prov = provenance(stage, params, dvc_stage=dvc_stage, dataset_dir=dataset_dir)
+        client = mlflow.MlflowClient()
+        run = client.create_run(exp_id, run_name=name, tags={**prov, GROUP_TAG: name})
+        flat = tracking.clean_params(params or {})
+        for key, value in flat.items():
+            client.log_param(run.info.run_id, key, value)
+        client.set_terminated(run.info.run_id)
+        logger.info("parent run %s of group %s", run.info.run_id, name)
+        return run.info.run_id
+
+
+@contextmanager
+def resumed(run_id: str, *, experiment: str, tracking_uri: str | None = None) -> Iterator[Any]:
+    """Reopen the finished run ``run_id`` (a group's parent) to add its aggregate metrics."""
+    import mlflow
+
+    from clapcap.tracking import store as tracking
+
+    tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None) as run:
+        yield run

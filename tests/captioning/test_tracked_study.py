@@ -1,0 +1,79 @@
+"""A tiny tracked captioning study, then the store check of docs/tracking.md over its store:
+one run per configuration (training params, losses and caption metrics together), seeds as
+child runs of a parent with the noise floor, vocabulary keys, provenance, no duplicate names."""
+
+from __future__ import annotations
+
+import pytest
+from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
+
+from clapcap.captioning import study as exp
+from clapcap.config import from_dict
+
+TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
+         "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
+
+
+@pytest.fixture
+def fresh_store(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    (tmp_path / "store").mkdir()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store, monkeypatch):
+    import mlflow
+    import torch
+
+    from clapcap.tracking.check import check_store
+
+    torch.set_num_threads(1)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
+    params = from_dict(exp.CaptioningParams, {
+        "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "dump.npz")),
+        "out_dir": str(tmp_path / "out"), "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},
+        "train": {"gpt2": TRAIN}, "lms": ["gpt2"], "use_lr_search": False, "noise_seeds": [0, 1], "track": True,
+        "progress": False})
+    floor = exp.noise_floor(params, "gpt2")
+    exp.noise_floor(params, "gpt2")  # results exist: no new run
+    assert check_store(fresh_store) == []
+    runs = mlflow.search_runs(experiment_names=["clapcap-captioning"], output_format="list")
+    by_name = {r.info.run_name: r for r in runs}
+    assert len(by_name) == len(runs) == 3
+    parent = by_name["captioning/gpt2/baseline"]
+    child = by_name["captioning/gpt2/baseline/seed1"]
+    assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    metric = next(iter(floor["metrics"]))
+    assert parent.data.metrics[f"test/{metric}_std"] == pytest.approx(floor["metrics"][metric]["std"])
+    assert {"train/stage1/lr_projection", "model/decoder"} <= set(child.data.params)  # train params ...
+    assert {f"test/{metric}", "train/loss_stage1", "val/loss_stage2"} <= set(child.data.metrics)  # ... and scores
+    history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "train/loss_stage1")
+    assert [m.step for m in history] == [1]
+    assert [i.dataset.name for i in child.inputs.dataset_inputs]  # what the run saw
+
+
+def test_store_check_finds_each_broken_convention(fresh_store):
+    import mlflow
+
+    from clapcap import tracking
+    from clapcap.tracking.check import check_store
+
+    with tracking.tracked("unit", experiment="t-check", name="a/model", params={"x": 1}):
+        mlflow.log_metric("t2a/R10", 0.5)  # a second spelling, logged around the mapper
+    with tracking.tracked("unit", experiment="t-check", name="a/model", params={"x": 2}):
+        tracking.log_metrics({"r@10": 0.5}, scope="test", direction="t2a")
+    with tracking.tracked("unit", experiment="t-check", name="a/empty"):
+        pass
+    for seed in (0, 1):
+        with tracking.tracked("unit", experiment="t-check", name=f"a/cfg/seed{seed}", params={"seed": seed}):
+            pass
+    mlflow.set_experiment("t-check")
+    with mlflow.start_run(run_name="a/bare"):
+        mlflow.log_param("y", 1)
+    problems = "\n".join(check_store(fresh_store))
+    assert "'t2a/R10' is not in the vocabulary" in problems
+    assert "2 runs named 'a/model'" in problems
+    assert "'a/empty'" in problems and "empty run" in problems
+    assert "seeds of 'a/cfg' are not child runs of one parent" in problems
+    assert "'a/bare'" in problems and "no provenance tags" in problems
