@@ -58,7 +58,8 @@ test-all: setup browser
 
 # A shared tracking server, tested for real: the `services` tests start PostgreSQL (initdb and
 # pg_ctl, PostgreSQL 15; as root they run as the `postgres` user), a moto S3 server and
-# `mlflow server` on 127.0.0.1, and stop each by its PID (tests/support/services.py).
+# `mlflow server` on 127.0.0.1, and stop each by its PID (tests/support/services.py); the MLflow UI
+# test drives Chromium over a served SQLite store (tests/tracking/test_mlflow_ui_browser.py).
 # Installs Debian's postgresql when no initdb is found (the browser target's way).
 postgres:
 	@if ! command -v initdb >/dev/null && [ ! -x /usr/local/bin/initdb ] && \
@@ -70,7 +71,7 @@ postgres:
 	  || { echo "make: could not install postgresql: run 'apt-get install postgresql' yourself"; exit 1; }; \
 	fi
 
-test-services: setup postgres
+test-services: setup postgres browser
 	$(VENV)/bin/pytest -q -m services
 
 # The CI gates on committed fixtures: metric parity (harness vs independent implementation,

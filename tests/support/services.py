@@ -279,19 +279,22 @@ def list_keys(endpoint: str, bucket: str, prefix: str = "") -> list[str]:
     return [obj["Key"] for page in pages for obj in page.get("Contents", [])]
 
 
-def start_mlflow_server(*, backend_uri: str, artifacts_destination: str, s3_url: str, log_dir: Path,
-                        timeout: float = 120.0) -> Process:
+def start_mlflow_server(*, backend_uri: str, log_dir: Path, artifacts_destination: str | None = None,
+                        s3_url: str | None = None, timeout: float = 120.0) -> Process:
     """``mlflow server`` (one worker) on a free port, proxying artifacts to ``artifacts_destination``.
 
     Clients then need only ``MLFLOW_TRACKING_URI``: artifacts go through the server
     (``mlflow-artifacts:/``), which alone talks to S3 (``MLFLOW_S3_ENDPOINT_URL``).
+    Without ``artifacts_destination`` it serves the backend store as it is (the UI over a
+    local SQLite store, whose experiments keep their own artifact locations).
     """
     port = free_port()
     log = Path(log_dir) / "mlflow-server.log"
-    env = {**S3_ENV, "MLFLOW_S3_ENDPOINT_URL": s3_url}
+    env = {**S3_ENV, "MLFLOW_S3_ENDPOINT_URL": s3_url} if s3_url else {}
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_uri,
-           "--artifacts-destination", artifacts_destination, "--host", HOST, "--port", str(port),
-           "--workers", "1"]
+           "--host", HOST, "--port", str(port), "--workers", "1"]
+    if artifacts_destination:
+        cmd += ["--artifacts-destination", artifacts_destination]
     proc = _spawn("mlflow", cmd, log, env)
     server = Process("mlflow", proc, f"http://{HOST}:{port}", log, env)
     try:
