@@ -39,8 +39,14 @@ def _freeze(marker: str) -> None:
         time.sleep(60)
 
 
-def _write_half_and_freeze(path: Any, data: bytes, marker: str) -> None:
-    with open(path, "wb") as fh:
+def _write_half_and_freeze(target: Any, data: bytes, marker: str) -> None:
+    """Write half of ``data`` to ``target`` (a path, or an open binary file) and freeze."""
+    if hasattr(target, "write"):
+        target.write(data[: len(data) // 2])
+        target.flush()
+        os.fsync(target.fileno())
+        _freeze(marker)
+    with open(target, "wb") as fh:
         fh.write(data[: len(data) // 2])
         fh.flush()
         os.fsync(fh.fileno())

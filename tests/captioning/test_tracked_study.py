@@ -68,8 +68,8 @@ def test_store_check_finds_each_broken_convention(fresh_store):
     for seed in (0, 1):
         with tracking.tracked("unit", experiment="t-check", name=f"a/cfg/seed{seed}", params={"seed": seed}):
             pass
-    mlflow.set_experiment("t-check")
-    with mlflow.start_run(run_name="a/bare"):
+    exp_id = mlflow.get_experiment_by_name("t-check").experiment_id
+    with mlflow.start_run(run_name="a/bare", experiment_id=exp_id):  # no set_experiment: a global
         mlflow.log_param("y", 1)
     problems = "\n".join(check_store(fresh_store))
     assert "'t2a/R10' is not in the vocabulary" in problems
