@@ -96,3 +96,25 @@ def test_the_check_sees_lazy_imports_and_reports_gaps(tmp_path):
     assert "src/clapcap/data/csv_reader.py" in files
     assert uncovered(files, ["src/clapcap/utils", "src/clapcap/errors.py"]) == ["src/clapcap/data/csv_reader.py"]
     assert uncovered(files, ["src/clapcap"]) == []
+
+
+def _has_key(tree: object, dotted: str) -> bool:
+    for part in dotted.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return False
+        tree = tree[part]
+    return True
+
+
+def test_every_stage_param_exists_in_params_yaml():
+    """DVC refuses to run a stage whose ``params:`` names a key missing from params.yaml
+    (a default that lives only in code), and only says so when that stage runs."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    missing = {}
+    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
+        body = stage.get("do", stage)
+        keys = [k for k in body.get("params", []) if isinstance(k, str)]
+        absent = [k for k in keys if not _has_key(params, k)]
+        if absent:
+            missing[name] = absent
+    assert not missing, f"stage params missing from params.yaml: {missing}"
