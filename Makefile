@@ -90,6 +90,7 @@ gpu-check: setup
 lint: setup
 	$(VENV)/bin/ruff check src tests pipelines benchmarks tools
 	$(PY) tools/architecture.py --check
+	$(PY) tools/readme_findings.py --check
 
 clean-venv:
 	rm -rf $(VENV)
