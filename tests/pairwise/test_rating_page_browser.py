@@ -1,7 +1,7 @@
 """The rating page in a real headless Chromium (Debian's /usr/bin/chromium via Playwright).
 
-This test fails (it does not skip) when Chromium is missing: CI must install it with
-``apt-get install -y chromium chromium-driver``.
+This test fails (it does not skip) when Chromium is missing: `make test` installs it
+(``make browser``).
 """
 
 from __future__ import annotations
@@ -11,13 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from browser import chromium  # tests/support/browser.py
 
 from clapcap.pairwise.server import make_server
 from clapcap.pairwise.store import shown_order
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def _start(pairs: Path, db: Path):
@@ -33,19 +30,8 @@ def _stop(server) -> None:
 
 @pytest.fixture
 def browser():
-    assert CHROMIUM.is_file(), (
-        f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium "
-        "chromium-driver` (the browser test must not be skipped)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        # Playwright's launch() already gives Chromium a fresh temporary profile
-        # (it refuses an explicit --user-data-dir).
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as b:
+        yield b
 
 
 def test_vote_in_browser_seeks_lands_in_sqlite_and_survives_restart(study, tmp_path, browser):

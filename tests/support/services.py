@@ -245,18 +245,22 @@ def wait_http(url: str, proc: subprocess.Popen, log: Path, *, timeout: float) ->
     raise ServiceError(f"{url} did not answer within {timeout:.0f} s; {log}:\n{_tail(log)}")
 
 
+def _ready(server: Process, health_path: str, timeout: float) -> Process:
+    """``server`` once ``health_path`` answers; stopped (by its PID) when it never does."""
+    try:
+        wait_http(f"{server.url}{health_path}", server.proc, server.log, timeout=timeout)
+    except ServiceError:
+        server.stop()
+        raise
+    return server
+
+
 def start_moto(log_dir: Path, *, timeout: float = 30.0) -> Process:
     """A moto S3 server on a free port (``moto.server``, the ``moto_server`` command)."""
     port = free_port()
     log = Path(log_dir) / "moto.log"
     proc = _spawn("moto", [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)], log, S3_ENV)
-    server = Process("moto", proc, f"http://{HOST}:{port}", log, dict(S3_ENV))
-    try:
-        wait_http(f"{server.url}/moto-api/", proc, log, timeout=timeout)
-    except ServiceError:
-        server.stop()
-        raise
-    return server
+    return _ready(Process("moto", proc, f"http://{HOST}:{port}", log, dict(S3_ENV)), "/moto-api/", timeout)
 
 
 def s3_client(endpoint: str):  # noqa: ANN201 - boto3 client
@@ -296,13 +300,7 @@ def start_mlflow_server(*, backend_uri: str, log_dir: Path, artifacts_destinatio
     if artifacts_destination:
         cmd += ["--artifacts-destination", artifacts_destination]
     proc = _spawn("mlflow", cmd, log, env)
-    server = Process("mlflow", proc, f"http://{HOST}:{port}", log, env)
-    try:
-        wait_http(f"{server.url}/health", proc, log, timeout=timeout)
-    except ServiceError:
-        server.stop()
-        raise
-    return server
+    return _ready(Process("mlflow", proc, f"http://{HOST}:{port}", log, env), "/health", timeout)
 
 
 @dataclass
