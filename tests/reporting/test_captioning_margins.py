@@ -41,3 +41,34 @@ def test_no_baseline_file_gives_no_margins(tmp_path):
     write_json(tmp_path / "noise_floor" / "gpt2.json", _floor("gpt2", {"cider_d": [0.8, 0.8, 0.8]}))
     assert baseline_margins(tmp_path) == []
     assert "trivial baseline" not in to_markdown(build_summary(tmp_path))
+
+
+def test_semantic_column_joins_every_row_kind(tmp_path):
+    """sbert_sim_minilm.json (clapcap.pretrained.caption_scores) adds its column to lm, arch,
+    encoder and decoding rows; a row it does not cover shows '-'."""
+    write_json(tmp_path / "noise_floor" / "gpt2.json", _floor("gpt2", {"cider_d": [0.8, 0.7, 0.9]}))
+    spec = {"kind": "arch", "lm": "gpt2", "name": "gpt2_dropout0.3_seed0", "model_overrides": {"dropout": 0.3}}
+    write_json(tmp_path / "results" / "gpt2_dropout0.3_seed0.json", {"spec": spec, "test": {"corpus": {"cider_d": 0.5}}})
+    for seed in (0, 1):
+        name = f"encoder_logmel_gpt2_s1_seed{seed}"
+        write_json(tmp_path / "results" / f"{name}.json",
+                   {"spec": {"kind": "encoder", "lm": "gpt2", "name": name}, "test": {"corpus": {"cider_d": 0.4}}})
+    write_json(tmp_path / "decoding" / "gpt2" / "seed0" / "beam3.json",
+               {"name": "beam3", "lm": "gpt2", "test": {"corpus": {"cider_d": 0.6}}})
+    write_json(tmp_path / "decoding" / "gpt2" / "seed0" / "greedy.json",
+               {"name": "greedy", "lm": "gpt2", "test": {"corpus": {"cider_d": 0.6}}})
+    write_json(tmp_path / "sbert_sim_minilm.json", {
+        "runs": {"gpt2_dropout0.3_seed0": {"corpus": 0.61}, "encoder_logmel_gpt2_s1_seed0": {"corpus": 0.5},
+                 "encoder_logmel_gpt2_s1_seed1": {"corpus": 0.7}, "decoding/gpt2/seed0/beam3": {"corpus": 0.55}},
+        "configs": {"gpt2": {"mean": 0.64, "std": 0.02}}})
+    summary = build_summary(tmp_path)
+    by = {(r["group"], r["name"]): r for r in summary["rows"]}
+    assert "sbert_sim_minilm" in summary["metrics"]
+    assert by["lm", "gpt2 (mean of 3 seeds)"]["metrics"]["sbert_sim_minilm"] == 0.64
+    assert by["lm", "gpt2 (mean of 3 seeds)"]["std"]["sbert_sim_minilm"] == 0.02
+    assert by["arch", "dropout=0.3"]["metrics"]["sbert_sim_minilm"] == 0.61
+    assert by["encoder", "logmel (mean of 2 seeds)"]["metrics"]["sbert_sim_minilm"] == pytest.approx(0.6)
+    assert by["decoding", "beam3"]["metrics"]["sbert_sim_minilm"] == 0.55
+    assert "sbert_sim_minilm" not in by["decoding", "greedy"]["metrics"]
+    md = to_markdown(summary)
+    assert "| 0.640 ± 0.020 |" in md and "| decoding | greedy | gpt2 | 0.600 | - |" in md

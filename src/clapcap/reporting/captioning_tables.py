@@ -1,6 +1,7 @@
 """Summary tables of the captioning study (Markdown and LaTeX) from its result files.
 
-Every ablation row shows its test metrics and the change of the primary metric against
+Every ablation row shows its test metrics (with ``sbert_sim_minilm`` from
+``sbert_sim_minilm.json`` when that file exists) and the change of the primary metric against
 its baseline: the LM's noise-floor mean for LM, architecture and decoding rows, the
 default encoder for encoder rows. A change within two noise-floor standard deviations of
 that LM is marked as noise (``~``), since each model is judged against its own floor.
@@ -39,15 +40,29 @@ def _row(group: str, name: str, lm: str, metrics: dict[str, float], **extra: Any
     return {"group": group, "name": name, "lm": lm, "metrics": metrics, **extra}
 
 
+SEMANTIC = "sbert_sim_minilm"  # scored apart from the runs (clapcap.pretrained.caption_scores)
+
+
+def _semantic(out: Path) -> dict[str, Any]:
+    path = out / f"{SEMANTIC}.json"
+    return read_json(path) if path.is_file() else {"runs": {}, "configs": {}}
+
+
+def _with(metrics: dict[str, float], value: float | None) -> dict[str, float]:
+    return metrics if value is None else {**metrics, SEMANTIC: value}
+
+
 def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    sem = _semantic(out)
     if (out / "baseline_trivial.json").is_file():
         rows.append(_row("baseline", "most common train caption", "-", read_json(out / "baseline_trivial.json")["test"]["corpus"]))
     for path in sorted(out.glob("noise_floor/*.json")):
         floor = read_json(path)
+        cfg = sem["configs"].get(floor["lm"], {})
         rows.append(_row("lm", f"{floor['lm']} (mean of {len(floor['seeds'])} seeds)", floor["lm"],
-                         {m: v["mean"] for m, v in floor["metrics"].items()},
-                         std={m: v["std"] for m, v in floor["metrics"].items()}))
+                         _with({m: v["mean"] for m, v in floor["metrics"].items()}, cfg.get("mean")),
+                         std=_with({m: v["std"] for m, v in floor["metrics"].items()}, cfg.get("std"))))
     encoders: dict[tuple[str, str], list[dict[str, float]]] = {}
     for path in sorted(out.glob("results/[!.]*.json")):
         rec = read_json(path)
@@ -55,18 +70,21 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
         if kind == "arch":
             overrides = rec["spec"]["model_overrides"]
             label = ", ".join(f"{k}={v}" for k, v in overrides.items()) or rec["spec"]["name"]
-            rows.append(_row(kind, label, rec["spec"]["lm"], rec["test"]["corpus"]))
+            run = sem["runs"].get(rec["spec"]["name"], {})
+            rows.append(_row(kind, label, rec["spec"]["lm"], _with(rec["test"]["corpus"], run.get("corpus"))))
         elif kind == "encoder":  # one row per encoder: the mean over its training seeds
             label = rec["spec"]["name"].removeprefix("encoder_").split(f"_{rec['spec']['lm']}_s1")[0]
-            encoders.setdefault((label, rec["spec"]["lm"]), []).append(rec["test"]["corpus"])
+            run = sem["runs"].get(rec["spec"]["name"], {})
+            encoders.setdefault((label, rec["spec"]["lm"]), []).append(_with(rec["test"]["corpus"], run.get("corpus")))
     for (label, lm), runs in encoders.items():
-        metrics = {m: statistics.fmean(r[m] for r in runs) for m in runs[0]}
+        metrics = {m: statistics.fmean(r[m] for r in runs) for m in runs[0] if all(m in r for r in runs)}
         name = label if len(runs) == 1 else f"{label} (mean of {len(runs)} seeds)"
         rows.append(_row("encoder", name, lm, metrics, encoder=label))
     for path in sorted(out.glob(f"decoding/*/seed{decoding_seed}/[!.]*.json")):
         if not path.name.endswith(".predictions.json"):
             rec = read_json(path)
-            rows.append(_row("decoding", rec["name"], rec["lm"], rec["test"]["corpus"]))
+            run = sem["runs"].get(f"decoding/{rec['lm']}/seed{decoding_seed}/{rec['name']}", {})
+            rows.append(_row("decoding", rec["name"], rec["lm"], _with(rec["test"]["corpus"], run.get("corpus"))))
     return rows
 
 

@@ -23,7 +23,10 @@ logger = logging.getLogger(__name__)
 
 # aac-metrics names -> readable report columns.
 CAPTION_METRICS = {"bleu_1": "BLEU-1", "bleu_4": "BLEU-4", "meteor": "METEOR", "rouge_l": "ROUGE-L",
-                   "cider_d": "CIDEr-D", "spice": "SPICE", "spider": "SPIDEr", "fense": "FENSE"}
+                   "cider_d": "CIDEr-D", "spice": "SPICE", "spider": "SPIDEr", "fense": "FENSE",
+                   # not FENSE, not the official SBERT-sim: all-MiniLM-L6-v2 (docs/captioning.md)
+                   "sbert_sim_minilm": "sbert_sim_minilm"}
+SEMANTIC_FILE = "sbert_sim_minilm.json"  # clapcap.pretrained.caption_scores
 
 
 @dataclass
@@ -78,8 +81,14 @@ def reference_rows(score_files: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _test_metrics(path: Path) -> dict[str, float]:
-    return _caption_metrics(read_json(path)["test"]["corpus"])
+def _test_metrics(path: Path, semantic: dict[str, Any] | None = None, key: str = "") -> dict[str, float]:
+    """A result file's test metrics, plus its ``sbert_sim_minilm`` from ``semantic`` (the study's
+    ``sbert_sim_minilm.json`` runs, by record name ``key``; default: the file's stem)."""
+    corpus = dict(read_json(path)["test"]["corpus"])
+    run = (semantic or {}).get(key or path.stem)
+    if run is not None:
+        corpus["sbert_sim_minilm"] = run["corpus"]
+    return _caption_metrics(corpus)
 
 
 def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
@@ -97,31 +106,34 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
       reference comparison.
     """
     res = Path(root) / "results"
+    sem_path = Path(root) / SEMANTIC_FILE
+    sem = read_json(sem_path)["runs"] if sem_path.is_file() else {}
     out: dict[str, list[dict[str, Any]]] = {k: [] for k in
                                             ("lm_ablation", "arch_ablation", "decoding_ablation",
                                              "encoder_ablation", "pipeline")}
     for lm in lms:
         seeds = sorted(res.glob(f"{lm}_seed*.json"))
         if seeds:
-            out["lm_ablation"].append({"name": lm, "group": lm, "seeds": [_test_metrics(p) for p in seeds]})
+            out["lm_ablation"].append({"name": lm, "group": lm, "seeds": [_test_metrics(p, sem) for p in seeds]})
             base = res / f"{lm}_seed0.json"
             if base.is_file():
                 out["arch_ablation"].append({"name": f"{lm} baseline", "group": lm, "baseline": True,
-                                             "metrics": _test_metrics(base)})
-                out["pipeline"].append({"name": f"ClipCap {lm}", "pipeline": True, "leaky": False, "metrics": _test_metrics(base)})
+                                             "metrics": _test_metrics(base, sem)})
+                out["pipeline"].append({"name": f"ClipCap {lm}", "pipeline": True, "leaky": False, "metrics": _test_metrics(base, sem)})
         for path in sorted(res.glob(f"{lm}_*_seed0.json")):
             variant = path.stem[len(lm) + 1:-len("_seed0")]
-            out["arch_ablation"].append({"name": f"{lm} {variant}", "group": lm, "metrics": _test_metrics(path)})
+            out["arch_ablation"].append({"name": f"{lm} {variant}", "group": lm, "metrics": _test_metrics(path, sem)})
     for path in sorted((Path(root) / "decoding" / decoding_lm / f"seed{decoding_seed}").glob("*.json")):
         if path.name.endswith(".predictions.json"):
             continue
         out["decoding_ablation"].append({"name": path.stem, "group": decoding_lm,
                                          "baseline": path.stem == baseline_decoding,
-                                         "metrics": _test_metrics(path)})
+                                         "metrics": _test_metrics(
+                                             path, sem, f"decoding/{decoding_lm}/seed{decoding_seed}/{path.stem}")})
     by_encoder: dict[str, list[dict[str, float]]] = {}
     for path in sorted(res.glob(f"encoder_*_{decoding_lm}_s1_seed*.json")):
         name = path.stem[len("encoder_"):].split(f"_{decoding_lm}_s1")[0]
-        by_encoder.setdefault(name, []).append(_test_metrics(path))
+        by_encoder.setdefault(name, []).append(_test_metrics(path, sem))
     for name, seeds in by_encoder.items():
         out["encoder_ablation"].append({"name": name, "baseline": name == "default", "group": decoding_lm,
                                         "seeds": seeds})
