@@ -147,6 +147,17 @@ def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
     assert metric == "cider_d" and best["val"]["corpus"]["cider_d"] == max(c["val"]["corpus"]["cider_d"] for c in found)
     result = register_champion(params)
     assert result["name"] == best["name"] and result["alias"] == "champion" and result["version"] == 1
+    assert result["decision"]["reason"] == "no champion yet"
+    # A second registration of the same candidate is a new version but no evidence of being
+    # better (difference 0): it becomes the challenger and the champion stays.
+    again = register_champion(params)
+    assert again["version"] == 2 and again["alias"] == "challenger" and again["decision"]["compared_to"] == 1
+    assert again["decision"]["difference"] == 0.0 and again["decision"]["p_value"] >= 0.05
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    assert str(client.get_model_version_by_alias("captioner", "champion").version) == "1"
+    assert client.get_model_version("captioner", "2").tags["clapcap.decision"] == "challenger"
     model = load_champion()
     in_dim = 8 if "frames" in best["name"] else 16
     x = np.random.default_rng(0).standard_normal((3, in_dim)).astype(np.float32)

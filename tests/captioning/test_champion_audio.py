@@ -36,6 +36,8 @@ def audio_study(tiny_corpus, tmp_path, monkeypatch):
         "dataset_dir": str(tiny_corpus), "dump": str(tmp_path / "dump"), "out_dir": str(tmp_path / "out"),
         "lms": ["gpt2"], "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": TRAIN},
         "use_lr_search": False, "noise_seeds": [0], "track": False, "progress": False,
+        # its own registered name: the session's store is shared, and @champion moves on evidence only
+        "registered_model": "captioner-audio-test",
         "arch": {"prefix_length": [], "dropout": [], "projection_depth": []}, "encoders": {}})
     exp.run_ablation(params, "lm", lm="gpt2")
     return params, clap_dir
@@ -61,7 +63,7 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
                                  np.stack([by_clip[c] for c in test["clip_id"]]),
                                  from_dict(DecodingConfig, result["decoding"]))
     shutil.rmtree(clap_dir)  # the encoder must travel inside the registered model
-    model = load_champion()
+    model = load_champion("captioner-audio-test", alias=result["alias"])
     assert model.predict(paths) == expected
     assert all(isinstance(c, str) and c for c in expected)
 
@@ -99,10 +101,12 @@ def test_cli_captions_audio_with_the_registered_champion(audio_study, mlflow_uri
     from clapcap.utils.io import read_json
 
     params, _ = audio_study
-    register_champion(params)
+    result = register_champion(params)
     ds = load_dataset(params.dataset_dir)
     paths = [str(resolve_audio_path(ds.root, p)) for p in ds.manifest["audio_path"].head(2)]
-    assert main(["captioning", "caption", *paths, "--out", str(tmp_path / "caps.json")]) == 0
+    uri = f"models:/captioner-audio-test@{result['alias']}"
+    assert main(["captioning", "caption", *paths, "--model", uri, "--out", str(tmp_path / "caps.json")]) == 0
     written = read_json(tmp_path / "caps.json")
-    assert list(written) == paths and list(written.values()) == load_champion().predict(paths)
+    assert list(written) == paths and list(written.values()) == load_champion(
+        "captioner-audio-test", alias=result["alias"]).predict(paths)
     assert paths[0] in capsys.readouterr().out

@@ -51,6 +51,14 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "train/loss_stage1")
     assert [m.step for m in history] == [1]
     assert [i.dataset.name for i in child.inputs.dataset_inputs]  # what the run saw
+    # An eval-only decoding config on each seed's checkpoint is a configuration too: its run holds
+    # the checkpoint's training params with the decoding params, its seeds nest under one parent.
+    for seed in (0, 1):
+        exp.evaluate_decoding(params, "gpt2", "beam3", seed=seed)
+    assert check_store(fresh_store) == []
+    runs = mlflow.search_runs(experiment_names=["clapcap-captioning"], output_format="list")
+    dec = {r.info.run_name: r for r in runs}["captioning/gpt2/decoding_beam3/seed1"]
+    assert {"train/stage1/lr_projection", "decoding/num_beams", "checkpoint_run"} <= set(dec.data.params)
 
 
 def test_store_check_finds_each_broken_convention(fresh_store):

@@ -61,6 +61,18 @@ def test_group_run_is_found_across_calls_and_children_nest(mlflow_uri):
     assert len(children) == 2 and mlflow.get_run(parent).data.metrics == {"test/cider_d_std": 0.5}
 
 
+def test_resumed_reopens_a_run_of_another_experiment_than_the_active_one(mlflow_uri):
+    """A process that set another active experiment (mlflow.set_experiment, or MLFLOW_EXPERIMENT_ID)
+    can still reopen a group's parent: MLflow refuses a run whose experiment is not the active one."""
+    import mlflow
+
+    parent = tracking.group_run("clapcap-test-resume-a", "g/x", stage="unit", params={"seeds": [0, 1]})
+    mlflow.set_experiment("clapcap-test-resume-b")
+    with tracking.resumed(parent, experiment="clapcap-test-resume-a"):
+        tracking.log_metrics({"cider_d": 0.25}, scope="test", stat="mean")
+    assert mlflow.get_run(parent).data.metrics == {"test/cider_d_mean": 0.25}
+
+
 def test_failed_stage_marks_run_failed(mlflow_uri):
     import mlflow
 

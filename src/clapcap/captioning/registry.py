@@ -2,7 +2,12 @@
 
 :func:`register_champion` picks, among every finished run and decoding configuration of
 the study, the one with the best primary metric on the VALIDATION split, logs it as an
-MLflow pyfunc model and registers it under ``registered_model`` with the alias ``champion``.
+MLflow pyfunc model and registers it as a new version of ``registered_model``. The alias
+``champion`` moves to that version only on evidence
+(:func:`clapcap.tracking.promotion.register_on_evidence`): when there is no champion yet, or
+when a paired bootstrap over the test clips shows it better than the current champion on the
+primary metric (one-sided p < 0.05). Otherwise the version becomes ``@challenger``. Each
+version carries its per-clip test scores (:func:`caption_item_scores`) for that comparison.
 
 The logged model takes **audio** (file paths) and returns captions: it bundles the
 captioner, its decoding config and the frozen audio encoder recorded in the champion's
@@ -24,6 +29,7 @@ from clapcap.captioning.data import dump_encoder_config
 from clapcap.captioning.model import load_captioner
 from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import load_dataset
+from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_item_scores
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -36,13 +42,15 @@ def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
     for path in sorted(out.glob("results/[!.]*.json")):
         rec = read_json(path)
         found.append({"name": path.stem, "checkpoint": rec["checkpoint"], "decoding": rec["decoding"],
-                      "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"]})
+                      "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"],
+                      "test_predictions": str(out / "runs" / path.stem / "test_predictions.json")})
     for path in sorted(out.glob("decoding/*/seed*/[!.]*.json")):
         if path.name.endswith(".predictions.json"):
             continue
         rec = read_json(path)
         found.append({"name": f"{rec['lm']}_decoding_{rec['name']}_seed{rec['seed']}", "checkpoint": rec["checkpoint"],
-                      "decoding": rec["decoding"], "dump": None, "embedding_key": None, "val": rec["val"]})
+                      "decoding": rec["decoding"], "dump": None, "embedding_key": None, "val": rec["val"],
+                      "test_predictions": str(path.with_suffix(".predictions.json"))})
     return found
 
 
@@ -65,9 +73,12 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     """Select, log and register the champion; writes ``champion.json``.
 
     Returns:
-        ``{"name", "metric", "value", "checkpoint", "model_uri", "version", "alias"}``.
+        ``{"name", "metric", "value", "checkpoint", "model_uri", "version", "alias", "decision", ...}``;
+        ``alias`` is ``champion`` or ``challenger``, ``decision`` the promotion decision
+        (reason, difference, one-sided p-value, the compared champion version).
     """
     from clapcap import tracking
+    from clapcap.tracking.promotion import register_on_evidence
 
     out = Path(params.out_dir)
     best, metric = select_champion(candidates(out))
@@ -91,18 +102,53 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
         uri = tracking.log_loader_pyfunc_model(
             "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
-    version = tracking.register_model(uri, params.registered_model, alias=params.alias,
-                                      tags={"candidate": best["name"], "metric": metric})
+        scores = caption_item_scores(best["test_predictions"], params.dataset_dir, metric)
+        tracking.log_dict(scores, ITEM_SCORES_FILE)
+        decision = register_on_evidence(
+            uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
+            compare=lambda cand, champ: compare_item_scores(cand, champ, names=("candidate", "champion")))
     result = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
-              "checkpoint": best["checkpoint"], "model_uri": uri, "version": version, "alias": params.alias,
+              "checkpoint": best["checkpoint"], "model_uri": uri, "version": decision["version"],
+              "alias": decision["alias"], "decision": {k: decision[k] for k in
+                                                       ("decision", "reason", "difference", "p_value", "compared_to")},
               "registered_model": params.registered_model, "decoding": best["decoding"],
               "dump": best.get("dump"), "embedding_key": best.get("embedding_key"),
               "input": "audio" if encoder is not None else "embeddings",
               "encoder": encoder}
     write_json(out / "champion.json", result)
-    logger.info("champion %s (%s %.4f) registered as %s@%s v%d", best["name"], metric,
-                result["value"], params.registered_model, params.alias, version)
+    logger.info("best candidate %s (%s %.4f) registered as %s v%d @%s (%s)", best["name"], metric,
+                result["value"], params.registered_model, decision["version"], decision["alias"], decision["reason"])
     return result
+
+
+def caption_item_scores(predictions_path: str | Path, dataset_dir: str | Path, metric: str) -> dict[str, Any]:
+    """Per-clip test scores of one captioner (its saved test captions), in the item-scores
+    format of :mod:`clapcap.retrieval.item_scores`: group ``captions``, items = the test clip
+    ids in sorted order, primary ``captions/<metric>``.
+
+    Raises:
+        FileNotFoundError: when the captions file is missing (rerun the stage that wrote it).
+        ValueError: when ``metric`` could not be computed (its assets are missing).
+    """
+    from clapcap.captioning.evaluate import score_predictions
+    from clapcap.data.prepare import dataset_fingerprint
+    from clapcap.retrieval.item_scores import FORMAT
+
+    path = Path(predictions_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the candidate's test captions are missing; rerun its stage (dvc repro)")
+    predictions = read_json(path)
+    manifest = load_dataset(dataset_dir).manifest
+    test = manifest[manifest["split"] == "test"]
+    refs = {str(c): list(r) for c, r in zip(test["clip_id"], test["captions"], strict=True)}
+    ids = sorted(refs)
+    scored = score_predictions(predictions, refs, metrics=[metric])
+    if metric not in scored["corpus"]:
+        raise ValueError(f"{path}: {metric} unavailable ({scored['unavailable'].get(metric)}); "
+                         "the champion comparison needs it")
+    return {"format": FORMAT, "split": "test", "primary": f"captions/{metric}",
+            "dataset": dataset_fingerprint(dataset_dir), "items": {"captions": ids},
+            "scores": {"captions": {metric: [float(scored["per_clip"][c][metric]) for c in ids]}}}
 
 
 def example_audio(dataset_dir: str | Path, n: int = 2) -> list[str]:

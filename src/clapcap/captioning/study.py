@@ -258,8 +258,11 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     decoding = decoding_config(params, name)
     base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed), compute=compute)
     spec = RunSpec(f"{lm}_decoding_{name}_seed{seed}", "decoding", lm, seed, dump=params.dump)
-    with _tracked_run(params, spec, f"decoding_{name}", {"decoding": dataclasses.asdict(decoding), "seed": seed},
-                      list(params.noise_seeds), "caption_decoding"):
+    # The configuration is the trained checkpoint plus this decoding: its run carries both the
+    # checkpoint's training params and the decoding params (one run per configuration).
+    run_params = {"spec": dataclasses.asdict(spec), "model": base["model"], "train": base["train"],
+                  "decoding": dataclasses.asdict(decoding), "checkpoint_run": base["spec"]["name"]}
+    with _tracked_run(params, spec, f"decoding_{name}", run_params, list(params.noise_seeds), "caption_decoding"):
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
                                      compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),

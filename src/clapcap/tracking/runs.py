@@ -165,6 +165,9 @@ def resumed(run_id: str, *, experiment: str, tracking_uri: str | None = None) ->
 
     from clapcap.tracking import store as tracking
 
-    tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    exp_id = tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    # MLflow refuses to reopen a run of an experiment other than the active one, which an
+    # earlier stage in this process (or MLFLOW_EXPERIMENT_ID) may have set.
+    mlflow.set_experiment(experiment_id=exp_id)
     with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None) as run:
         yield run
