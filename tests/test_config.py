@@ -80,3 +80,21 @@ def test_line_of_a_key_with_dots(tmp_path):
     assert _key_line(path, "a.dropout0.3.layers[1]") == 6
     assert _key_line(path, "a.missing") == 1
     assert _key_line(path, "b.x") is None
+
+
+def test_exponent_floats_as_dvc_writes_them(tmp_path):
+    """`dvc exp run -S x.lr=1e-7` writes `lr: 1e-07` (YAML 1.2 float; a string in PyYAML's YAML 1.1)."""
+    from dataclasses import dataclass
+
+    from clapcap.config import load_section
+
+    @dataclass
+    class Sec:
+        lr: float = 0.1
+        name: str = ""
+        n: int = 0
+
+    path = tmp_path / "params.yaml"
+    path.write_text('sec:\n  lr: 1e-07\n  name: "1e-07"\n  n: 3\n')
+    sec = load_section(Sec, "sec", path)
+    assert sec.lr == 1e-7 and sec.name == "1e-07" and sec.n == 3

@@ -27,6 +27,26 @@ T = TypeVar("T")
 DEFAULT_PARAMS = Path("params.yaml")
 
 
+class _Yaml12FloatLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's float syntax.
+
+    PyYAML follows YAML 1.1, where ``1e-07`` (no dot) is a string. DVC reads and writes
+    ``params.yaml`` as YAML 1.2 (ruamel), and ``dvc exp run -S train_clap.lr=1e-7`` writes
+    exactly ``lr: 1e-07``: without this, the stage would refuse the value DVC itself reads
+    as a float.
+    """
+
+
+_Yaml12FloatLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
 class ConfigError(InputError, ValueError):
     """A parameter file or section does not match its typed schema (exit code 2).
 
@@ -160,7 +180,7 @@ def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
         raise ConfigError(f"{path}: parameter file not found")
     try:
         with path.open() as fh:
-            data = yaml.safe_load(fh) or {}
+            data = yaml.load(fh, Loader=_Yaml12FloatLoader) or {}  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -1,0 +1,80 @@
+"""`dvc exp run` with a worse configuration leaves `@champion` where it was (docs/tracking.md).
+
+A temporary git + DVC repository holds the real `train_clap` stage on the tiny corpus. The
+first `dvc repro` trains and registers version 1 as `@champion` (no champion yet). A `dvc exp
+run` with a learning rate too small to learn anything registers version 2; the paired
+bootstrap on the test queries does not show it better, so it becomes `@challenger`, with the
+decision as tags on the version, and the champion stays version 1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.distributed
+
+REPO = Path(__file__).resolve().parents[2]
+DVC = [sys.executable, "-m", "dvc"]
+MODEL = "exp-promotion-clap"
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> str:
+    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, f"{' '.join(args)}:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    return out.stdout
+
+
+def _repo(root: Path, corpus: Path, env: dict[str, str]) -> None:
+    (root / "pipelines").mkdir(parents=True)
+    shutil.copy(REPO / "pipelines" / "train_clap.py", root / "pipelines")
+    shutil.copytree(corpus, root / "data" / "corpus")
+    params = {"compute": {"device": "cpu", "precision": "fp32"},
+              "train_clap": {"dataset_dir": "data/corpus", "out_dir": "models/clap", "epochs": 6, "batch_size": 8,
+                             "lr": 0.003, "warmup_steps": 2, "seed": 0, "collapse_alpha": 0.0, "track": True,
+                             "registered_model": MODEL, "torch_threads": 1}}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    stage = {"cmd": "python pipelines/train_clap.py", "deps": ["pipelines/train_clap.py", "data/corpus"],
+             "params": ["compute", "train_clap"],
+             "outs": ["models/clap/model", "models/clap/train_result.json",
+                      {"models/clap/checkpoints": {"persist": True, "cache": False}},
+                      {"models/clap/cache": {"persist": True, "cache": False}}],
+             "metrics": [{"models/clap/metrics.json": {"cache": False}}]}
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"train_clap": stage}}))
+    (root / ".gitignore").write_text("mlruns/\n")
+    for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"],
+                ["git", "config", "user.name", "t"], [*DVC, "init", "-q"]):
+        _run(cmd, root, env)
+    _run(["git", "add", "-A"], root, env)
+    _run(["git", "commit", "-qm", "tiny train_clap"], root, env)
+
+
+def test_worse_experiment_becomes_challenger(tmp_path, tiny_corpus):
+    import mlflow
+
+    root = tmp_path / "repo"
+    store = tmp_path / "store"
+    store.mkdir()
+    tracking = f"sqlite:///{store / 'mlflow.db'}"
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking, "DVC_NO_ANALYTICS": "1", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+           "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")]), "GIT_TERMINAL_PROMPT": "0"}
+    _repo(root, tiny_corpus, env)
+    _run([*DVC, "repro"], root, env)
+    _run([*DVC, "exp", "run", "-n", "worse", "-S", "train_clap.lr=1e-7", "-S", "train_clap.epochs=1"], root, env)
+
+    mlflow.set_tracking_uri(tracking)
+    client = mlflow.MlflowClient()
+    assert str(client.get_model_version_by_alias(MODEL, "champion").version) == "1"
+    assert str(client.get_model_version_by_alias(MODEL, "challenger").version) == "2"
+    tags = client.get_model_version(MODEL, "2").tags
+    assert tags["clapcap.decision"] == "challenger" and tags["clapcap.compared_to"] == "1"
+    assert tags["clapcap.metric"] == "t2a/r@10" and float(tags["clapcap.p_value"]) >= 0.05
+    assert client.get_model_version(MODEL, "1").tags["clapcap.reason"] == "no champion yet"
