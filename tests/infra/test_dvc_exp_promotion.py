@@ -9,26 +9,15 @@ decision as tags on the version, and the champion stays version 1.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from dvc_repo import DVC, REPO, dvc_env, init_repo, run  # tests/support/dvc_repo.py
 
 pytestmark = pytest.mark.distributed
 
-REPO = Path(__file__).resolve().parents[2]
-DVC = [sys.executable, "-m", "dvc"]
 MODEL = "exp-promotion-clap"
-
-
-def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> str:
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"{' '.join(args)}:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
-    return out.stdout
 
 
 def _repo(root: Path, corpus: Path, env: dict[str, str]) -> None:
@@ -39,20 +28,13 @@ def _repo(root: Path, corpus: Path, env: dict[str, str]) -> None:
               "train_clap": {"dataset_dir": "data/corpus", "out_dir": "models/clap", "epochs": 6, "batch_size": 8,
                              "lr": 0.003, "warmup_steps": 2, "seed": 0, "collapse_alpha": 0.0, "track": True,
                              "registered_model": MODEL, "torch_threads": 1}}
-    (root / "params.yaml").write_text(yaml.safe_dump(params))
     stage = {"cmd": "python pipelines/train_clap.py", "deps": ["pipelines/train_clap.py", "data/corpus"],
              "params": ["compute", "train_clap"],
              "outs": ["models/clap/model", "models/clap/train_result.json",
                       {"models/clap/checkpoints": {"persist": True, "cache": False}},
                       {"models/clap/cache": {"persist": True, "cache": False}}],
              "metrics": [{"models/clap/metrics.json": {"cache": False}}]}
-    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"train_clap": stage}}))
-    (root / ".gitignore").write_text("mlruns/\n")
-    for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"],
-                ["git", "config", "user.name", "t"], [*DVC, "init", "-q"]):
-        _run(cmd, root, env)
-    _run(["git", "add", "-A"], root, env)
-    _run(["git", "commit", "-qm", "tiny train_clap"], root, env)
+    init_repo(root, params, {"train_clap": stage}, env, "tiny train_clap")
 
 
 def test_worse_experiment_becomes_challenger(tmp_path, tiny_corpus):
@@ -62,13 +44,10 @@ def test_worse_experiment_becomes_challenger(tmp_path, tiny_corpus):
     store = tmp_path / "store"
     store.mkdir()
     tracking = f"sqlite:///{store / 'mlflow.db'}"
-    bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking, "DVC_NO_ANALYTICS": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.pathsep.join([bindir, os.environ.get("PATH", "")]), "GIT_TERMINAL_PROMPT": "0"}
+    env = dvc_env(tracking, OMP_NUM_THREADS="1")
     _repo(root, tiny_corpus, env)
-    _run([*DVC, "repro"], root, env)
-    _run([*DVC, "exp", "run", "-n", "worse", "-S", "train_clap.lr=1e-7", "-S", "train_clap.epochs=1"], root, env)
+    run([*DVC, "repro"], root, env)
+    run([*DVC, "exp", "run", "-n", "worse", "-S", "train_clap.lr=1e-7", "-S", "train_clap.epochs=1"], root, env)
 
     mlflow.set_tracking_uri(tracking)
     client = mlflow.MlflowClient()
