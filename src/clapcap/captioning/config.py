@@ -109,6 +109,30 @@ class EncoderSpec:
 
 
 @dataclass
+class MusicEncoderStudy:
+    """Stage-1 ``encoder_lm`` runs on the corpus's music clips: the general CLAP against real
+    pretrained encoders (docs/captioning.md, "Encoder ablation on music").
+
+    ``dataset_dir``: a dataset of the music clips only (:func:`clapcap.data.subset.subset_dataset`);
+    empty = no music study. ``encoders``: name -> dump (of all clips or of the music clips:
+    rows are picked by clip id). ``baseline``: the encoder every other row is compared with.
+    """
+
+    dataset_dir: str = ""
+    encoders: dict[str, EncoderSpec] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    baseline: str = "default_clap"
+
+    def __post_init__(self) -> None:
+        if not self.dataset_dir:
+            return
+        if self.baseline not in self.encoders:
+            raise ValueError(f"music.baseline {self.baseline!r} is not one of music.encoders {sorted(self.encoders)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"music.seeds: expected at least one seed and no repeats, found {self.seeds}")
+
+
+@dataclass
 class FindingsConfig:
     """The captioning findings over training seeds (docs/conclusions.md).
 
@@ -157,6 +181,7 @@ class CaptioningParams:
     encoder_lm: str = "gpt2"
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
     encoder_seeds: list[int] = field(default_factory=lambda: [0])
+    music: MusicEncoderStudy = field(default_factory=MusicEncoderStudy)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     metrics: list[str] | None = None
     selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])

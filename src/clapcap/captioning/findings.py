@@ -49,6 +49,7 @@ from clapcap.captioning.study import (
     decoding_seed_path,
     encoder_run_name,
     lm_specs,
+    music_run_name,
     test_predictions_path,
 )
 from clapcap.data.prepare import load_dataset
@@ -180,6 +181,27 @@ def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict
              sides["default"], sides[enc], True) for enc in params.encoders]
 
 
+def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
+    """Each music encoder against ``music.baseline`` over ``music.seeds``, scored on the music
+    subset's test clips (its own references: another set of clips than the corpus's)."""
+    music = params.music
+    if not music.dataset_dir:
+        return []
+    manifest = load_dataset(music.dataset_dir).manifest
+    base = music.encoders[music.baseline]
+    scorer = _Scorer(load_caption_split(base.dump, manifest, "test", embedding_key=base.embedding_key).references(),
+                     metric)
+    lm, seeds = params.encoder_lm, list(music.seeds)
+    if len(seeds) < 2:
+        raise FindingsInputError(f"captioning.music.seeds {seeds}: the music findings need at least two "
+                                 "training seeds (one seed says nothing about another training run)")
+    sides = {enc: SeedScores(_run_scores(params, scorer, [music_run_name(enc, lm, s) for s in seeds]), tuple(seeds))
+             for enc in music.encoders}
+    return [(_spec(f"captioning.music.{music.baseline}.vs_{enc}", f"on music clips, the {music.baseline} encoder "
+                   f"gives better stage-1 {lm} captions than {enc} ({metric})", metric, music.baseline, enc),
+             sides[music.baseline], sides[enc], True) for enc in music.encoders if enc != music.baseline]
+
+
 def run_findings(params: CaptioningParams) -> list[dict]:
     """Test every captioning finding; write ``findings.conclusions`` and ``findings.findings_md``.
 
@@ -203,7 +225,8 @@ def run_findings(params: CaptioningParams) -> list[dict]:
         lm_scores[lm] = SeedScores(_run_scores(params, scorer, [s.name for s in specs]),
                                    tuple(s.seed for s in specs))
     tests = (_lm_findings(params, scorer, lm_scores) + _arch_findings(params, scorer, lm_scores)
-             + _decoding_findings(params, scorer, lm_scores) + _encoder_findings(params, scorer, lm_scores))
+             + _decoding_findings(params, scorer, lm_scores) + _encoder_findings(params, scorer, lm_scores)
+             + _music_findings(params, cfg.metric))
     findings = [evaluate_finding(spec, a, b, paired_seeds=paired, n_resamples=cfg.n_resamples,
                                  confidence=cfg.confidence, rng_seed=cfg.rng_seed)
                 for spec, a, b, paired in tests]

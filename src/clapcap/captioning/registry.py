@@ -36,11 +36,14 @@ logger = logging.getLogger(__name__)
 
 
 def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
-    """Every finished run (``results/*.json``) and decoding record (``decoding/<lm>/seed<k>/*.json``)."""
+    """Every finished run (``results/*.json``) and decoding record (``decoding/<lm>/seed<k>/*.json``),
+    but the music-subset runs, whose validation split is another set of clips."""
     out = Path(out_dir)
     found = []
     for path in sorted(out.glob("results/[!.]*.json")):
         rec = read_json(path)
+        if rec["spec"]["kind"] == "music":  # scored on the music subset's val split: not comparable
+            continue
         found.append({"name": path.stem, "checkpoint": rec["checkpoint"], "decoding": rec["decoding"],
                       "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"],
                       "test_predictions": str(out / "runs" / path.stem / "test_predictions.json")})

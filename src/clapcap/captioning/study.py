@@ -87,6 +87,25 @@ def encoder_run_name(encoder: str, lm: str, seed: int) -> str:
     return f"encoder_{encoder}_{lm}_s1_seed{seed}"
 
 
+def music_run_name(encoder: str, lm: str, seed: int) -> str:
+    return f"music_{encoder}_{lm}_s1_seed{seed}"
+
+
+def music_specs(params: CaptioningParams) -> list[RunSpec]:
+    """Stage-1-only runs of ``encoder_lm`` on the music subset, one per music encoder and seed
+    (none when ``music.dataset_dir`` is empty)."""
+    if not params.music.dataset_dir:
+        return []
+    return [RunSpec(music_run_name(name, params.encoder_lm, seed), "music", params.encoder_lm, seed,
+                    stages=[1], dump=enc.dump, embedding_key=enc.embedding_key)
+            for name, enc in params.music.encoders.items() for seed in params.music.seeds]
+
+
+def run_params_for(params: CaptioningParams, spec: RunSpec) -> CaptioningParams:
+    """The study params a run sees: a music run reads the music subset's manifest."""
+    return dataclasses.replace(params, dataset_dir=params.music.dataset_dir) if spec.kind == "music" else params
+
+
 def test_predictions_path(out_dir: str | Path, run_name: str) -> Path:
     """Where :func:`execute_run` keeps a run's test captions (inside its DVC-tracked run folder)."""
     return Path(out_dir) / "runs" / run_name / "test_predictions.json"
@@ -96,7 +115,7 @@ def all_specs(params: CaptioningParams) -> list[RunSpec]:
     """Every training run of the study, in the order the flow submits them."""
     specs = [s for lm in params.lms for s in lm_specs(params, lm)]
     specs += [s for lm in params.lms for s in arch_specs(params, lm)]
-    return specs + encoder_specs(params)
+    return specs + encoder_specs(params) + music_specs(params)
 
 
 def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfig, TrainConfig]:
@@ -114,7 +133,8 @@ def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfi
     return dataclasses.replace(params.models[spec.lm], **spec.model_overrides), train
 
 
-_DVC_STAGES = {"lm": "caption_lm", "arch": "caption_arch", "encoder": "caption_encoder"}
+_DVC_STAGES = {"lm": "caption_lm", "arch": "caption_arch", "encoder": "caption_encoder",
+               "music": "caption_encoder_music"}
 
 
 def configuration(spec: RunSpec) -> str:
@@ -165,7 +185,7 @@ def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
 
 
 def _seeds_of(params: CaptioningParams, spec: RunSpec) -> list[int]:
-    return list(params.encoder_seeds if spec.kind == "encoder" else
+    return list(params.encoder_seeds if spec.kind == "encoder" else params.music.seeds if spec.kind == "music" else
                 params.noise_seeds if spec.kind == "lm" else [spec.seed])
 
 
@@ -196,6 +216,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
     if path.is_file():
         return read_json(path)
     params.check_lm(spec.lm)
+    params = run_params_for(params, spec)
     model_cfg, train_cfg = run_configs(params, spec)
     run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
                   "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding)}
@@ -385,7 +406,8 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     """Run the configurations of one ablation, optionally narrowed to one.
 
     ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
-    ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows),
+    ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows), ``music``
+    (``name`` = a ``music.encoders`` key; ``seed`` narrows),
     ``decoding`` (``name`` = decoding config; ``seed`` = the checkpoint's noise seed, see
     :func:`decoding_jobs`). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
 
@@ -408,8 +430,11 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     elif kind == "encoder":
         specs = [s for s in encoder_specs(params) if (name is None or s.name.startswith(f"encoder_{name}_"))
                  and (seed is None or s.seed == seed)]
+    elif kind == "music":
+        specs = [s for s in music_specs(params) if (name is None or s.name == music_run_name(name, s.lm, s.seed))
+                 and (seed is None or s.seed == seed)]
     else:
-        raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder or decoding")
+        raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder, music or decoding")
     if not specs:
         raise ValueError(f"ablation {kind}: nothing matches lm={lm} name={name} seed={seed}")
     return [execute_run(params, s, compute=compute) for s in specs]

@@ -182,7 +182,7 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--out", default=None, help="also write {path: caption} JSON here")
     p = add_command(group, "ablate", _ablate, "run one ablation (or one configuration of it)")
     _add_params(p)
-    p.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "decoding"])
+    p.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "music", "decoding"])
     p.add_argument("--lm", default=None)
     p.add_argument("--name", default=None, help="arch (prefix_length4), encoder or decoding config name")
     p.add_argument("--seed", type=int, default=None)

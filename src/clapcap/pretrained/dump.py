@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,40 @@ def embed_pretrained(cfg: PretrainedEncoderConfig, dataset_dir: str | Path, spli
     store.remove()
     logger.info("wrote %s: %d clips, dim %d", out_path, len(rows), audio.shape[1])
     return out_path
+
+
+@dataclass
+class EmbedPretrainedParams:
+    """Section ``embed_pretrained``: each pretrained encoder's dumps of one dataset's splits, at
+    ``<out_dir>/<encoder>/<dataset>/<split>.npz`` (the layout the captioning study reads)."""
+
+    dataset_dir: str = "data/music"
+    dataset: str = "music"
+    out_dir: str = "data/embeddings"
+    splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
+    encoders: dict[str, PretrainedEncoderConfig] = field(default_factory=dict)
+
+
+def embed_pretrained_splits(params: EmbedPretrainedParams, name: str, *, progress: bool = True,
+                            compute: Compute | None = None) -> list[Path]:
+    """Write every split's dump of ``params.dataset_dir`` with encoder ``name`` (built once).
+
+    Returns:
+        The dump paths, in ``params.splits`` order.
+
+    Raises:
+        ValueError: when ``name`` is not one of ``params.encoders``.
+    """
+    if name not in params.encoders:
+        raise ValueError(f"embed_pretrained: no encoder {name!r}; have {sorted(params.encoders)}")
+    cfg = params.encoders[name].with_device(or_default(compute).device)
+    encoder = None
+    paths = []
+    for split in params.splits:
+        out = Path(params.out_dir) / name / params.dataset / f"{split}.npz"
+        if encoder is None and not is_complete(out, dump_signature(cfg, Path(params.dataset_dir), split, None, None,
+                                                                    False)):
+            encoder = create_pretrained_encoder(cfg)
+        paths.append(embed_pretrained(cfg, params.dataset_dir, split, out, progress=progress, encoder=encoder,
+                                      compute=compute))
+    return paths

@@ -72,14 +72,15 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
             label = ", ".join(f"{k}={v}" for k, v in overrides.items()) or rec["spec"]["name"]
             run = sem["runs"].get(rec["spec"]["name"], {})
             rows.append(_row(kind, label, rec["spec"]["lm"], _with(rec["test"]["corpus"], run.get("corpus"))))
-        elif kind == "encoder":  # one row per encoder: the mean over its training seeds
-            label = rec["spec"]["name"].removeprefix("encoder_").split(f"_{rec['spec']['lm']}_s1")[0]
+        elif kind in ("encoder", "music"):  # one row per encoder: the mean over its training seeds
+            label = rec["spec"]["name"].removeprefix(f"{kind}_").split(f"_{rec['spec']['lm']}_s1")[0]
             run = sem["runs"].get(rec["spec"]["name"], {})
-            encoders.setdefault((label, rec["spec"]["lm"]), []).append(_with(rec["test"]["corpus"], run.get("corpus")))
-    for (label, lm), runs in encoders.items():
+            encoders.setdefault((kind, label, rec["spec"]["lm"]), []).append(
+                _with(rec["test"]["corpus"], run.get("corpus")))
+    for (kind, label, lm), runs in encoders.items():
         metrics = {m: statistics.fmean(r[m] for r in runs) for m in runs[0] if all(m in r for r in runs)}
         name = label if len(runs) == 1 else f"{label} (mean of {len(runs)} seeds)"
-        rows.append(_row("encoder", name, lm, metrics, encoder=label))
+        rows.append(_row(kind, name, lm, metrics, encoder=label))
     for path in sorted(out.glob(f"decoding/*/seed{decoding_seed}/[!.]*.json")):
         if not path.name.endswith(".predictions.json"):
             rec = read_json(path)
@@ -88,9 +89,10 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def build_summary(out_dir: str | Path, decoding_seed: int = 0) -> dict[str, Any]:
+def build_summary(out_dir: str | Path, decoding_seed: int = 0, music_baseline: str = "default_clap") -> dict[str, Any]:
     """Collect rows and compare each to its baseline (decoding rows: the configs evaluated on
-    the checkpoint of noise seed ``decoding_seed``, ``decoding/<lm>/seed<k>/``).
+    the checkpoint of noise seed ``decoding_seed``, ``decoding/<lm>/seed<k>/``; music rows,
+    stage-1 runs on the music subset: the ``music_baseline`` encoder).
 
     Returns:
         ``{"primary", "metrics", "rows": [{"group", "name", "lm", "metrics", "delta",
@@ -102,16 +104,17 @@ def build_summary(out_dir: str | Path, decoding_seed: int = 0) -> dict[str, Any]
     primary = next((read_json(p)["test"].get("primary") for p in sorted(out.glob("results/[!.]*.json"))), None)
     primary = primary or ("fense" if "fense" in metrics else "cider_d")
     floors = {r["lm"]: r for r in rows if r["group"] == "lm"}
-    default_enc = next((r for r in rows if r["group"] == "encoder" and r.get("encoder") == "default"), None)
+    refs = {"encoder": next((r for r in rows if r["group"] == "encoder" and r.get("encoder") == "default"), None),
+            "music": next((r for r in rows if r["group"] == "music" and r.get("encoder") == music_baseline), None)}
     for r in rows:
-        ref = default_enc if r["group"] == "encoder" else floors.get(r["lm"])
+        ref = refs[r["group"]] if r["group"] in refs else floors.get(r["lm"])
         std = floors.get(r["lm"], {}).get("std", {}).get(primary)
         r["delta"] = None
         r["noise_std"] = std
         r["within_noise"] = None
         if ref is not None and ref is not r and primary in r["metrics"] and primary in ref["metrics"]:
             r["delta"] = r["metrics"][primary] - ref["metrics"][primary]
-            if std is not None and r["group"] != "encoder":
+            if std is not None and r["group"] not in refs:
                 r["within_noise"] = abs(r["delta"]) <= NOISE_K * std
     return {"primary": primary, "metrics": metrics, "rows": rows, "vs_baseline": baseline_margins(out)}
 
@@ -184,7 +187,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
     """The summary as a Markdown table."""
     head, rows = _body(summary)
     note = (f"\nΔ: change of {summary['primary']} against the LM's noise-floor mean (encoder rows: "
-            f"against the default encoder); `~` marks a change within {NOISE_K:g} noise-floor std.\n")
+            f"against the default encoder; music rows, stage-1 runs on the music clips only: against "
+            f"the general CLAP on the same clips); `~` marks a change within {NOISE_K:g} noise-floor std.\n")
     return markdown_table(head, rows) + "\n" + note + "\n".join(_margin_lines(summary)) + "\n"
 
 

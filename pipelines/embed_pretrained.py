@@ -1,0 +1,26 @@
+"""DVC stage `embed_pretrained@<encoder>`: one real pretrained audio encoder's dumps of every
+split of a dataset (params.yaml `embed_pretrained`).
+
+  python pipelines/embed_pretrained.py aisfx
+"""
+
+import argparse
+import sys
+
+from clapcap.compute import load_compute
+from clapcap.config import load_section
+from clapcap.entry import run_entry
+from clapcap.pretrained.dump import EmbedPretrainedParams, embed_pretrained_splits
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("encoder", help="a key of embed_pretrained.encoders")
+    args = parser.parse_args()
+    embed_pretrained_splits(load_section(EmbedPretrainedParams, "embed_pretrained"), args.encoder,
+                            compute=load_compute())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_entry(main))
