@@ -167,3 +167,23 @@ def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, 
     assert tags["clapcap.decision"] == "challenger" and tags["clapcap.compared_to"] == "1"
     assert float(tags["clapcap.p_value"]) >= 0.05 and tags["clapcap.metric"] == "t2a/r@10"
     assert mlflow.MlflowClient().get_model_version(name, "1").tags["clapcap.reason"] == "no champion yet"
+
+
+def test_fit_param_groups_give_each_group_its_own_lr(tmp_path):
+    """A group with lr 0 keeps its weights while the rest trains (the pretrained-tower recipe)."""
+    from clapcap.clap.train import fit
+
+    torch.manual_seed(0)
+    model = torch.nn.ModuleDict({"a": torch.nn.Linear(4, 4), "b": torch.nn.Linear(4, 4)})
+    x = torch.randn(8, 4)
+
+    def loss_fn(m, batch):
+        return (m["b"](m["a"](batch["x"])) ** 2).mean()
+
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    fit(model, make_batches=lambda e: [{"x": x}], epochs=2, checkpoint_path=tmp_path / "last.pt", lr=1e-2,
+        warmup_steps=1, loss_fn=loss_fn, progress=False,
+        param_groups=lambda m: [{"params": m["a"].parameters(), "lr": 0.0}, {"params": m["b"].parameters()}])
+    after = model.state_dict()
+    assert torch.equal(after["a.weight"], before["a.weight"])
+    assert not torch.equal(after["b.weight"], before["b.weight"])

@@ -144,7 +144,8 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         loss_fn: LossFn = symmetric_contrastive_loss,
         evaluate: Callable[[Any], dict[str, float]] | None = None,
         on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
-        signature: str = "", progress: bool = True, compute: Compute | None = None) -> list[dict[str, float]]:
+        signature: str = "", progress: bool = True, compute: Compute | None = None,
+        param_groups: Callable[[Any], list[dict[str, Any]]] | None = None) -> list[dict[str, float]]:
     """Train ``model`` for ``epochs`` on ``compute.device``, resuming from ``checkpoint_path``.
 
     The model is moved to ``compute.device`` before the optimizer is built, and each batch
@@ -160,6 +161,11 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     loses at most the epoch in progress, and the resumed run ends with the same weights,
     bit for bit, as an uninterrupted one (same machine and thread count).
 
+    ``param_groups(model)`` (optional) returns AdamW parameter groups, for example a smaller
+    ``lr`` for a pretrained tower; ``lr`` and ``weight_decay`` are the defaults of every group,
+    the schedule scales each group's own LR. Parameters with ``requires_grad=False`` are
+    frozen either way.
+
     Returns:
         The per-epoch history (``epoch``, ``loss``, ``seconds`` and ``evaluate``'s keys).
     """
@@ -169,7 +175,8 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     compute = or_default(compute)
     model.to(compute.device)  # hand-written placement: the loop below is ours, not accelerate's
     steps_per_epoch = len(make_batches(0))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    groups = param_groups(model) if param_groups is not None else model.parameters()
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(warmup_steps, epochs * steps_per_epoch))
     checkpoint_path = Path(checkpoint_path)
     history = _resume(checkpoint_path, signature, model, opt, sched)
