@@ -42,6 +42,9 @@ MODEL_CODE = (
     "captioning/model.py", "captioning/generation.py", "captioning/serving.py",
     "captioning/decoders.py", "captioning/projection.py", "captioning/tokenizer.py",
     "captioning/data.py", "captioning/evaluate.py",
+    "pretrained/config.py", "pretrained/factory.py", "pretrained/ct2.py", "pretrained/whisper.py",
+    "pretrained/whisper_ct2.py", "pretrained/sfx.py", "pretrained/crepe.py", "pretrained/pooling.py",
+    "pretrained/minilm_clap.py",
 )
 EDGES = ("tracking/*", "flows/*", "cli/*")
 

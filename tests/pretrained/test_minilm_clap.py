@@ -1,0 +1,120 @@
+"""The MiniLM-text-tower CLAP: the converted tower is MiniLM, it trains, saves and loads as a ClapModel."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from clapcap.clap.model import TinyClapConfig
+from clapcap.config import ConfigError
+from clapcap.pretrained.assets import minilm_dir
+from clapcap.pretrained.minilm_clap import (
+    build_minilm_clap,
+    load_minilm_text_tower,
+    set_text_trainable,
+)
+from clapcap.pretrained.minilm_train import MiniLMClapParams, train_minilm_clap
+
+CAPTIONS = ["a dog barks twice", "rain falls on a tin roof while thunder rumbles", "music"]
+
+
+@pytest.fixture(scope="module")
+def built():
+    return build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
+
+
+def test_converted_tower_reproduces_minilm_hidden_states(built):
+    from transformers import BertModel
+
+    model, tok, _ = built
+    bert = BertModel.from_pretrained(str(minilm_dir())).eval()
+    enc = tok(CAPTIONS, padding=True, return_tensors="pt")
+    assert set(enc) == {"input_ids", "attention_mask"}  # ClapModel takes no token type ids
+    with torch.no_grad():
+        want = bert(**enc).last_hidden_state
+        got = model.text_model.eval()(**enc).last_hidden_state
+    mask = enc["attention_mask"][..., None].bool()
+    assert torch.allclose(got.masked_fill(~mask, 0), want.masked_fill(~mask, 0), atol=1e-5)
+    # Without the shifted position table the tower is another function: the check can fail.
+    state = {k: v for k, v in bert.state_dict().items()}
+    model.text_model.embeddings.position_embeddings.weight.data[:-1] = state["embeddings.position_embeddings.weight"]
+    with torch.no_grad():
+        off = model.text_model(**enc).last_hidden_state
+    assert not torch.allclose(off.masked_fill(~mask, 0), want.masked_fill(~mask, 0), atol=1e-3)
+    load_minilm_text_tower(model.text_model, state)  # restore for the other tests
+
+
+def test_mismatched_checkpoint_is_refused(built):
+    model, _, _ = built
+    from transformers import BertModel
+
+    state = BertModel.from_pretrained(str(minilm_dir())).state_dict()
+    del state["encoder.layer.5.output.dense.weight"]
+    with pytest.raises(ConfigError, match="encoder.layer.5.output.dense.weight"):
+        load_minilm_text_tower(model.text_model, state)
+
+
+def test_trainable_layers(built):
+    model, _, _ = built
+    tower = model.text_model
+    assert set_text_trainable(model, 0) == []
+    top2 = set_text_trainable(model, 2)
+    assert all(p.requires_grad for p in tower.encoder.layer[5].parameters())
+    assert not any(p.requires_grad for p in tower.encoder.layer[3].parameters())
+    assert not tower.embeddings.word_embeddings.weight.requires_grad and top2
+    assert len(set_text_trainable(model, -1)) == len(list(tower.parameters()))
+    with pytest.raises(ConfigError):
+        MiniLMClapParams(text_trainable_layers=-2)
+
+
+def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
+    from transformers import BertModel
+
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.factory import create_encoder
+
+    params = MiniLMClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=2, batch_size=8,
+                              warmup_steps=2, text_trainable_layers=0, collapse_alpha=0.0, track=False)
+    res = train_minilm_clap(params, progress=False)
+    assert len(res.history) == 2 and all(np.isfinite(r["loss"]) for r in res.history)
+    sidecar = json.loads((tmp_path / "m" / "model" / "clapcap_encoder.json").read_text())
+    assert sidecar["text_tower"].endswith("all-MiniLM-L6-v2") and sidecar["text_trainable_layers"] == 0
+    enc = create_encoder(EncoderConfig(checkpoint=res.model_dir))  # the plain hf_clap backend loads it
+    bert = BertModel.from_pretrained(str(minilm_dir()))
+    frozen = enc.model.text_model.encoder.layer[0].attention.self.query.weight
+    assert torch.equal(frozen, bert.encoder.layer[0].attention.self.query.weight)  # a frozen tower stays MiniLM
+    assert type(enc.tokenizer).__name__ == "BertTokenizerFast"
+    emb = enc.embed_text(CAPTIONS)
+    assert emb.shape == (3, 64) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    assert train_minilm_clap(params, progress=False).skipped
+    other = train_minilm_clap(MiniLMClapParams(**{**params.__dict__, "text_trainable_layers": 1, "epochs": 1}),
+                              progress=False)
+    assert not other.skipped and other.signature != res.signature
+
+
+def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
+    from clapcap.encoders.base import EncoderConfig
+    from clapcap.encoders.embed import embed_dataset
+    from clapcap.pretrained.minilm_train import MiniLMClapStudy, evaluate_variant
+
+    base = MiniLMClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
+                            warmup_steps=1, collapse_alpha=0.0, track=False)
+    baseline = embed_dataset(EncoderConfig(name="random", checkpoint=""), tiny_corpus, "test",
+                             tmp_path / "emb" / "random" / "corpus" / "test.npz", progress=False)
+    study = MiniLMClapStudy(train=base, variants={"frozen": {"text_trainable_layers": 0}}, split="test",
+                            dump_dir=str(tmp_path / "emb"), baseline="random", baseline_dump=str(baseline),
+                            metrics_dir=str(tmp_path / "metrics"), n_resamples=50)
+    with pytest.raises(ConfigError, match="no 'full'"):
+        study.params_for("full")
+    with pytest.raises(ConfigError, match="unknown field"):
+        MiniLMClapStudy(train=base, variants={"x": {"text_layers": 1}}).params_for("x")
+    params = study.params_for("frozen")
+    assert params.out_dir == str(tmp_path / "m_frozen") and params.text_trainable_layers == 0
+    train_minilm_clap(params, progress=False)
+    out = evaluate_variant(study, "frozen", progress=False)
+    r10 = out["metrics"]["t2a"]["r@10"]
+    assert 0 <= r10 <= 1 and out["metrics"]["t2a"]["ci"]["r@10"]["low"] <= r10
+    versus = json.loads((tmp_path / "metrics" / "clap_minilm_frozen_vs_random.json").read_text())
+    assert versus["t2a"]["r@10"]["a"] == pytest.approx(r10)
+    assert (tmp_path / "emb" / "clap_minilm_frozen" / "corpus" / "test.npz").is_file()
