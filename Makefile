@@ -32,9 +32,13 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	$(PY) -c "import importlib.util as u, torch, torchvision, torchaudio, transformers, aac_metrics, clapcap; assert u.find_spec('laion_clap')"
 	@touch $(STAMP)
 
+# JOBS stages at once (clapcap.repro: `dvc repro --single-item` per stage, in dependency order;
+# JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.
+JOBS ?= 2
+STUDY ?=
 repro: setup
 	@test -d .dvc || $(VENV)/bin/dvc init -q
-	$(VENV)/bin/dvc repro
+	$(VENV)/bin/clapcap pipeline repro --jobs $(JOBS) $(if $(STUDY),--study $(STUDY))
 	$(VENV)/bin/dvc push -q || echo "dvc push to the default remote failed; results are still in .dvc/cache"
 
 # The rating-page test drives Debian's Chromium (a test tool's own browser download fails

@@ -7,7 +7,13 @@ import pytest
 
 from clapcap.errors import InputError
 from clapcap.pretrained.assets import minilm_dir
-from clapcap.pretrained.sbert import METRIC, load_minilm, sbert_sim_minilm, score_predictions
+from clapcap.pretrained.sbert import (
+    METRIC,
+    CachedSentenceModel,
+    load_minilm,
+    sbert_sim_minilm,
+    score_predictions,
+)
 
 CANDS = ["a dog barks twice", "thunder rumbles in the distance", "a bell rings"]
 REFS = [["a dog is barking", "a puppy yaps loudly"], ["distant thunder rolls"],
@@ -44,6 +50,29 @@ def test_matches_independent_computation(minilm):
     np.testing.assert_allclose(sents[METRIC], ref, atol=1e-5)
     assert corpus[METRIC] == pytest.approx(ref.mean(), abs=1e-5)
     assert sents[METRIC].shape == (3,)
+
+
+def test_cached_model_gives_the_same_scores_and_embeds_each_sentence_once(minilm):
+    calls: list[int] = []
+
+    class Counting:
+        def __init__(self, model):
+            self.model = model
+
+        def encode(self, sents, **kw):
+            calls.append(len(sents))
+            return self.model.encode(sents, **kw)
+
+        def __getattr__(self, name):
+            return getattr(self.model, name)
+
+    cached = CachedSentenceModel(Counting(minilm))
+    first = sbert_sim_minilm(CANDS, REFS, model=cached)
+    again = sbert_sim_minilm(CANDS[::-1], REFS[::-1], model=cached)  # every sentence seen already
+    plain = sbert_sim_minilm(CANDS, REFS, model=minilm)
+    assert sum(calls) == len(set(CANDS)) + len({r for refs in REFS for r in refs})
+    np.testing.assert_allclose(first[1][METRIC], plain[1][METRIC], atol=1e-6)
+    np.testing.assert_allclose(again[1][METRIC], plain[1][METRIC][::-1], atol=1e-6)
 
 
 def test_semantic_not_ngram(minilm):

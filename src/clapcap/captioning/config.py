@@ -176,8 +176,12 @@ class CaptioningParams:
     lr_search: LRSearchConfig = field(default_factory=LRSearchConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
     decoding_ablation: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEFAULT_DECODING_ABLATION))
+    # The decoding configs run on the first noise seed's checkpoint (None: all of decoding_ablation).
+    decoding_configs: list[str] | None = None
     noise_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     arch: ArchGrid = field(default_factory=ArchGrid)
+    # The LMs whose architecture ablation runs (None: every LM of ``lms``).
+    arch_lms: list[str] | None = None
     encoder_lm: str = "gpt2"
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
     encoder_seeds: list[int] = field(default_factory=lambda: [0])
@@ -202,6 +206,11 @@ class CaptioningParams:
             if train.device != "cpu":
                 raise ValueError(f"captioning.train.{lm}.device: the device is set by the compute section "
                                  f"(or CLAPCAP_DEVICE), not here; found {train.device!r}")
+        if self.arch_lms is None:
+            self.arch_lms = list(self.lms)
+        stray = [lm for lm in self.arch_lms if lm not in self.lms]
+        if stray:
+            raise ValueError(f"arch_lms: {stray} not in lms {self.lms}")
         for name, overrides in self.decoding_ablation.items():  # typed and checked once, here
             cfg = from_dict(DecodingConfig, {**dataclasses.asdict(self.decoding), **overrides},
                             where=f"decoding_ablation.{name}")
@@ -216,6 +225,15 @@ class CaptioningParams:
         for name in [*found.decoding, found.baseline_decoding]:
             if name not in self.decoding_ablation:
                 raise ValueError(f"findings: decoding config {name!r} is not in decoding_ablation")
+        for name in self.decoding_configs or []:
+            if name not in self.decoding_ablation:
+                raise ValueError(f"decoding_configs: {name!r} is not in decoding_ablation "
+                                 f"({', '.join(sorted(self.decoding_ablation))})")
+        if self.decoding_configs is not None:
+            missing = [n for n in [*found.decoding, found.baseline_decoding] if n not in self.decoding_configs]
+            if missing:
+                raise ValueError(f"decoding_configs: the findings compare {missing}, so they must be run; "
+                                 f"found {self.decoding_configs}")
         if found.baseline_decoding in found.decoding:
             raise ValueError("findings.decoding: the baseline decoding cannot be compared with itself")
 

@@ -140,7 +140,7 @@ def _lm_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str,
 
 def _arch_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
     out = []
-    for lm in params.lms:
+    for lm in params.arch_lms or []:
         floor = _noise_floor(lm_scores[lm].values)
         for spec in arch_specs(params, lm):
             variant = spec.name[len(lm) + 1:-len(f"_seed{spec.seed}")]

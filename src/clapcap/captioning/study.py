@@ -65,8 +65,11 @@ def lm_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
 
 
 def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
-    """One run per architecture value (others at the baseline), at the first noise seed."""
+    """One run per architecture value (others at the baseline), at the first noise seed; none
+    for an LM that is not in ``arch_lms``."""
     params.check_lm(lm)
+    if lm not in (params.arch_lms or []):
+        return []
     seed, grid = params.noise_seeds[0], dataclasses.asdict(params.arch)
     return [RunSpec(f"{lm}_{key}{value}_seed{seed}", "arch", lm, seed, {key: value}, dump=params.dump,
                     embedding_key=params.embedding_key)
@@ -390,7 +393,7 @@ def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
     if seed is not None and seed not in params.noise_seeds:
         raise ValueError(f"decoding: seed {seed} is not one of noise_seeds {params.noise_seeds}")
     seeds = [seed] if seed is not None else list(params.noise_seeds)
-    wanted = [name] if name else list(params.decoding_ablation)
+    wanted = [name] if name else list(params.decoding_configs or params.decoding_ablation)
     jobs = []
     for s in seeds:
         for m in lms:

@@ -19,6 +19,7 @@ from clapcap.cli import (
     conclusions,
     data,
     pairwise,
+    pipeline,
     reference,
     registry,
     report,
@@ -41,6 +42,7 @@ GROUPS: list[tuple[str, ModuleType, str]] = [
     ("report", report, "tables, figures and the leaderboard"),
     ("registry", registry, "registered models: paired comparison of versions, promotion"),
     ("conclusions", conclusions, "stated findings as data: compare two builds"),
+    ("pipeline", pipeline, "the DVC pipeline: `dvc repro` with independent stages side by side"),
 ]
 
 

@@ -88,12 +88,16 @@ def _link_or_copy(src: Path, dst: Path) -> bool:
     if dst.is_file() and not dst.is_symlink() and dst.stat().st_size == src.stat().st_size:
         return False
     dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.is_symlink() or dst.exists():
-        dst.unlink()
+    # Made under a private name, then renamed over ``dst``: two processes setting up the same
+    # cache at once (stages run side by side) never see a half-made or missing file.
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
     try:
-        dst.symlink_to(src)
+        tmp.symlink_to(src)
     except OSError:
-        shutil.copyfile(src, dst)
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
     return True
 
 

@@ -19,8 +19,9 @@ name            metric                                      needs
 ==============  ==========================================  =======================
 
 All sentences go through aac-metrics' PTB tokenizer in ONE Java launch (candidates and
-references together), then the metrics run with ``preprocess=False``; METEOR is a second
-launch. A metric whose assets are missing is listed under ``"unavailable"`` with the
+references together), then the metrics run with ``preprocess=False``. METEOR runs on the
+interpreter's one persistent METEOR process (:mod:`clapcap.evaluation.meteor_jvm`, aac-metrics'
+own protocol and values), so only the first call pays the JVM start. A metric whose assets are missing is listed under ``"unavailable"`` with the
 reason; it is never replaced by a different model. The primary metric is FENSE where
 available, else the named fallback ``cider_d``.
 """
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.errors import AssetError
+from clapcap.evaluation import meteor_jvm
 from clapcap.evaluation.aac_assets import AacEnv, metric_problems, setup_offline, tokenizer_problem
 from clapcap.evaluation.text import postprocess
 from clapcap.utils.io import read_json, write_json
@@ -214,8 +216,16 @@ def _run_aac(cands: list[str], mrefs: list[list[str]], available: list[str], env
         cands, mrefs = _tokenize(cands, mrefs, env)
     calls = _aac_calls(available)
     logger.info("scoring %d captions with aac-metrics %s", len(cands), calls)
-    corpus, sents = evaluate(cands, mrefs, preprocess=False, metrics=calls,
-                             cache_path=str(env.cache_path), java_path=env.java_path, device=device)
+    # METEOR runs on this process's one METEOR JVM (meteor_jvm: aac-metrics' own protocol and
+    # values, without a Java start and paraphrase-table load per call); the rest in aac-metrics.
+    rest = [m for m in calls if m != "meteor"]
+    corpus, sents = {}, {}
+    if rest:
+        corpus, sents = evaluate(cands, mrefs, preprocess=False, metrics=rest,
+                                 cache_path=str(env.cache_path), java_path=env.java_path, device=device)
+        corpus, sents = dict(corpus), dict(sents)
+    if "meteor" in calls:
+        corpus["meteor"], sents["meteor"] = meteor_jvm.meteor(cands, mrefs, env)
     return corpus, sents
 
 

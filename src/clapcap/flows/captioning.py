@@ -97,7 +97,7 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
         fut.result()
     summary = write_summary(params.out_dir, decoding_seed=params.noise_seeds[0])
     champion = register_champion(params) if register_best else None
-    return {"runs": [s.name for s in specs], "skipped": skipped, "decoding": list(params.decoding_ablation),
+    return {"runs": [s.name for s in specs], "skipped": skipped, "decoding": list(params.decoding_configs or params.decoding_ablation),
             "summary": str(summary["md"]), "champion": champion}
 
 

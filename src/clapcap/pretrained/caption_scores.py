@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.pretrained.sbert import METRIC, load_minilm, score_predictions
+from clapcap.pretrained.sbert import METRIC, CachedSentenceModel, load_minilm, score_predictions
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def score_study(params: CaptionScoreParams) -> dict[str, Any]:
     test = manifest[manifest["split"] == "test"]
     references = {str(c): list(caps) for c, caps in zip(test["clip_id"], test["captions"], strict=True)}
     files = prediction_files(params.captioning_dir)
-    model = load_minilm()
+    model = CachedSentenceModel(load_minilm())  # the shared references are embedded once
     runs = {}
     for name, path in tqdm(files.items(), desc=METRIC, disable=not params.progress):
         scored = score_predictions(read_json(path), references, model=model)

@@ -46,6 +46,40 @@ def load_minilm(device: str = "cpu") -> Any:
     return SentenceTransformer(str(minilm_dir()), device=device)
 
 
+class CachedSentenceModel:
+    """A ``SentenceTransformer`` that embeds each distinct sentence once, for many score calls.
+
+    Every file of a captioning study is scored against the same test references, so scoring
+    80 files embedded the same 1,000 references 80 times. aac-metrics' ``sbert_sim`` calls
+    ``encode(sents, convert_to_tensor=True, normalize_embeddings=True, ...)``; this proxy
+    answers rows for sentences it has seen and sends only new ones to the model. A sentence's
+    embedding does not depend on the others in its batch (padding is masked), up to float
+    rounding of the batched matrix products (about 1e-7 in the cosine).
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._rows: dict[tuple[str, bool], Any] = {}
+
+    def encode(self, sentences: list[str], **kwargs: Any) -> Any:
+        import torch
+
+        norm = bool(kwargs.get("normalize_embeddings", False))
+        new = [s for s in dict.fromkeys(sentences) if (s, norm) not in self._rows]
+        if new:
+            embs = self.model.encode(new, **{**kwargs, "convert_to_tensor": True})
+            self._rows.update({(s, norm): e for s, e in zip(new, embs, strict=True)})
+        out = torch.stack([self._rows[(s, norm)] for s in sentences])
+        return out if kwargs.get("convert_to_tensor") else out.cpu().numpy()
+
+    def eval(self) -> CachedSentenceModel:  # aac-metrics does ``model = model.eval()``
+        self.model.eval()
+        return self
+
+    def __getattr__(self, name: str) -> Any:  # to(), parameters(), ...: the model's own
+        return getattr(self.model, name)
+
+
 def _check(candidates: Any, mult_references: Any) -> None:
     if not isinstance(candidates, Sequence) or isinstance(candidates, str):
         raise InputError(f"candidates: expected list[str], found {type(candidates).__name__}")

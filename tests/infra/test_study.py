@@ -1,0 +1,103 @@
+"""The one study switch: params.yaml is the reduced grid; studies/full.yaml switches to the
+whole grid and studies/reduced.yaml back, and both parse as typed params and as DVC stages."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clapcap.captioning.config import CaptioningParams
+from clapcap.config import ConfigError, load_section
+from clapcap.pretrained.minilm_train import MiniLMClapStudy
+from clapcap.repro import apply_study, study_overrides
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def project(tmp_path):
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "studies", tmp_path / "studies")
+    return tmp_path
+
+
+def _get(data: dict, key: str):
+    for part in key.split("."):
+        data = data[part]
+    return data
+
+
+def test_params_yaml_is_the_reduced_study_and_the_switch_is_reversible(project):
+    committed = (project / "params.yaml").read_text()
+    params = yaml.safe_load(committed)
+    assert params["study"] == "reduced"
+    full = yaml.safe_load((project / "studies/full.yaml").read_text())
+    reduced = yaml.safe_load((project / "studies/reduced.yaml").read_text())
+    assert set(full) == set(reduced), "each study must set the same keys, or switching back leaves some behind"
+    assert all(_get(params, k) == v for k, v in reduced.items())
+    apply_study(project, "full")
+    switched = yaml.safe_load((project / "params.yaml").read_text())
+    assert switched["study"] == "full"
+    assert all(_get(switched, k) == v for k, v in full.items())
+    assert {k: v for k, v in switched.items() if k not in ("clap_minilm", "captioning", "study")} == \
+        {k: v for k, v in params.items() if k not in ("clap_minilm", "captioning", "study")}
+    apply_study(project, "reduced")
+    assert (project / "params.yaml").read_text() == committed  # byte for byte: comments and layout kept
+
+
+def test_both_studies_load_as_typed_params(project):
+    for study in ("full", "reduced"):
+        apply_study(project, study)
+        cap = load_section(CaptioningParams, "captioning", project / "params.yaml")
+        minilm = load_section(MiniLMClapStudy, "clap_minilm", project / "params.yaml")
+        if study == "full":
+            assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
+            assert set(minilm.variants) == {"frozen", "top2"}
+        else:
+            assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
+            assert set(minilm.variants) == {"top2"}
+
+
+def test_the_full_study_adds_dvc_stages(project):
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run([*dvc, "init", "--no-scm", "-q"], cwd=project, check=True)
+
+    def stages() -> set[str]:
+        out = subprocess.run([*dvc, "stage", "list", "--name-only"], cwd=project, check=True,
+                             capture_output=True, text=True).stdout
+        return set(out.split())
+
+    reduced = stages()
+    assert {"caption_arch@gpt2", "train_clap_minilm@top2"} <= reduced
+    assert not {"caption_arch@t5", "train_clap_minilm@frozen"} & reduced
+    apply_study(project, "full")
+    assert stages() - reduced == {"caption_arch@t5", "train_clap_minilm@frozen", "evaluate_clap_minilm@frozen"}
+
+
+def test_overrides_for_dvc_exp_run_and_unknown_studies(project):
+    assert "captioning.arch_lms=[gpt2, t5]" in study_overrides(project, "full")
+    assert "study=full" in study_overrides(project, "full")
+    with pytest.raises(FileNotFoundError, match="known: full, reduced"):
+        apply_study(project, "huge")
+    (project / "studies/bad.yaml").write_text("nosuchsection.key: 1\n")
+    with pytest.raises(ValueError, match="no mapping 'nosuchsection'"):
+        apply_study(project, "bad")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"arch_lms": ["gpt3"]}, "arch_lms"),
+    ({"decoding_configs": ["greedy", "rep1.2", "rep1.5", "ngram2", "warp9"]}, "'warp9' is not in decoding_ablation"),
+    ({"decoding_configs": ["greedy", "rep1.2"]}, "the findings compare"),
+])
+def test_bad_grid_values_are_refused_at_load(project, change, message):
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["captioning"].update(change)
+    (project / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises((ConfigError, ValueError), match=message):
+        load_section(CaptioningParams, "captioning", project / "params.yaml")
