@@ -17,7 +17,9 @@ and keeps per-output read/write locks. This scheduler builds on that and nothing
 
 A failed stage stops new launches; the running ones finish; the failed stage's log tail is
 printed and the exit code is 1. Each stage's full output is in ``<log_dir>/<stage>.log``.
-Results do not depend on ``jobs``: each stage sets its own thread count (see params.yaml).
+Results do not depend on ``jobs``: every stage runs with one intra-op thread
+(:data:`STAGE_ENV`) unless its params set another. One METEOR server
+(:mod:`clapcap.evaluation.meteor_jvm`) serves every stage of the build.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +40,11 @@ from clapcap.utils.io import atomic_path, write_json
 logger = logging.getLogger(__name__)
 
 DEFAULT_LOG_DIR = ".dvc/tmp/repro"
+# One intra-op thread per stage, whatever ``jobs``: two stages on two cores never oversubscribe
+# them (torch's default takes every core, and OpenMP threads that share a core spin and
+# slow both stages several-fold), and a stage's float rounding does not depend on ``jobs``.
+# Stages whose params set ``torch_threads`` still set their own.
+STAGE_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 DEFAULT_TIMES = "reports/build_times.json"
 _TAIL_LINES = 40
 
@@ -138,8 +145,10 @@ class ReproResult:
 def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Path = ".",
                  dvc: Sequence[str] = ("dvc",), log_dir: str | Path = DEFAULT_LOG_DIR,
                  seconds_hint: dict[str, float] | None = None,
-                 say: Callable[[str], None] = print, poll_s: float = 0.2) -> ReproResult:
-    """Run the stages ``work`` with at most ``jobs`` at once, in dependency order."""
+                 say: Callable[[str], None] = print, poll_s: float = 0.2,
+                 env: dict[str, str] | None = None) -> ReproResult:
+    """Run the stages ``work`` with at most ``jobs`` at once, in dependency order; ``env``
+    adds variables to the stages' environment."""
     if jobs < 1:
         raise ValueError(f"jobs: expected an int >= 1, found {jobs}")
     unknown = work - set(graph.order)
@@ -162,9 +171,10 @@ def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Pa
             for name in ready[: jobs - len(running)]:
                 pending.discard(name)
                 log = open(log_dir / _log_name(name), "wb")  # noqa: SIM115 - closed when the stage ends
-                env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+                stage_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
                 proc = subprocess.Popen([*dvc, "--wait-for-lock", "repro", "--single-item", name], cwd=root,
-                                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+                                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=stage_env)
                 running[name] = (proc, time.perf_counter(), log)
                 say(f"[{len(done) + len(running)}/{total}] start {name}"
                     + (f"  (running: {', '.join(sorted(running))})" if len(running) > 1 else ""))
@@ -187,6 +197,30 @@ def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Pa
     if failed is not None and pending:
         say(f"not started after the failure: {len(pending)} stage(s)")
     return ReproResult(seconds, failed, round(time.perf_counter() - start, 1), jobs)
+
+
+@contextlib.contextmanager
+def _meteor_server(wanted: bool, say: Callable[[str], None]) -> Iterator[dict[str, str]]:
+    """One METEOR server for every stage of the build (``$CLAPCAP_METEOR_SERVER``), so each
+    captioning stage skips the 13-s Java start; none when its Java tools are missing (each
+    stage then reports the missing metric itself) or nothing runs."""
+    from clapcap.errors import AssetError
+    from clapcap.evaluation import meteor_jvm
+
+    if not wanted:
+        yield {}
+        return
+    try:
+        server_cm = meteor_jvm.serving()
+        server = server_cm.__enter__()
+    except (AssetError, OSError) as err:
+        say(f"no shared METEOR server ({err}); each stage starts its own")
+        yield {}
+        return
+    try:
+        yield {meteor_jvm.SERVER_ENV: server.address}
+    finally:
+        server_cm.__exit__(None, None, None)
 
 
 def read_times(path: str | Path) -> dict[str, float]:
@@ -288,18 +322,21 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
         raise ValueError(f"jobs: expected an int >= 1, found {jobs}")
     start = time.perf_counter()
     if jobs == 1:
-        code = subprocess.run([*dvc, "repro"], cwd=root).returncode
+        with _meteor_server(True, say) as env:
+            code = subprocess.run([*dvc, "repro"], cwd=root, env={**os.environ, **STAGE_ENV, **env}).returncode
         return ReproResult({}, None if code == 0 else "dvc repro", round(time.perf_counter() - start, 1), 1)
     graph = load_graph(root)
     hint = read_times(Path(root) / times_path) if times_path else {}
     first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
-                         seconds_hint=hint, say=say)
+                         seconds_hint=hint, say=say, env=STAGE_ENV)
     if not first.ok:
         return first
     changed = changed_stages(root, dvc) - graph.always_changed
     work = graph.downstream_closure(changed) - graph.always_changed
     say(f"{len(work)} of {len(graph.order)} stages to bring up to date, {jobs} at a time")
-    result = run_parallel(graph, work, jobs=jobs, root=root, dvc=dvc, log_dir=log_dir, seconds_hint=hint, say=say)
+    with _meteor_server(bool(work), say) as env:
+        result = run_parallel(graph, work, jobs=jobs, root=root, dvc=dvc, log_dir=log_dir, seconds_hint=hint,
+                              say=say, env={**STAGE_ENV, **env})
     result.seconds = {**first.seconds, **result.seconds}
     result.wall_s = round(time.perf_counter() - start, 1)
     if result.ok and work and times_path:

@@ -66,3 +66,38 @@ def test_a_dead_process_says_so(aac_env):
     with pytest.raises(meteor_jvm.MeteorProcessError, match="METEOR process ended"):
         proc.score(*SETS[1])
     proc.close()
+
+
+def test_a_server_gives_the_same_scores_to_other_processes(aac_env, monkeypatch):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from aac_metrics.functional.meteor import meteor as aac_meteor
+
+    with meteor_jvm.serving(aac_env) as server:
+        monkeypatch.setenv(meteor_jvm.SERVER_ENV, server.address)
+        for cands, mrefs in SETS:
+            want_corpus, want_sents = aac_meteor(cands, mrefs, cache_path=str(aac_env.cache_path),
+                                                 java_path=aac_env.java_path)
+            assert meteor_jvm.meteor(cands, mrefs, aac_env) == (float(want_corpus["meteor"]),
+                                                                 [float(x) for x in want_sents["meteor"]])
+        # Another interpreter, as a DVC stage is: it scores on the server, with no JVM of its own.
+        code = ("import json, pathlib; from clapcap.evaluation import meteor_jvm as m; "
+                "from clapcap.evaluation.aac_assets import AacEnv; "
+                f"env = AacEnv(pathlib.Path({str(aac_env.cache_path)!r}), {aac_env.java_path!r}); "
+                f"print(json.dumps(m.meteor(*{SETS[0]!r}, env))); print(len(m._PROCESSES))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, meteor_jvm.SERVER_ENV: server.address}).stdout.splitlines()
+        corpus, sents = json.loads(out[0])
+        assert (corpus, sents) == meteor_jvm.meteor(*SETS[0], aac_env)
+        assert out[1] == "0", "the other process started a METEOR JVM of its own"
+        assert server.process.calls == len(SETS) + 2
+
+
+def test_an_unreachable_server_falls_back_to_a_local_process(aac_env, monkeypatch):
+    monkeypatch.setenv(meteor_jvm.SERVER_ENV, "127.0.0.1:9")  # discard port: nothing listens
+    corpus, sents = meteor_jvm.meteor(*SETS[1], aac_env)
+    assert len(sents) == 2 and 0 <= corpus <= 1
+    meteor_jvm.close_all()

@@ -129,6 +129,14 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     assert by_name["robust/benchmark/test/RobustCLAP"].data.metrics["test/t2a/r10"] >= 0  # one run per model
     for key in metrics:
         tracking_vocab.check_key(key)
+    # Promotion on evidence: the same model again is a new version, not shown better than the
+    # champion on view-2 t2a R@10, so it is @challenger and @champion stays on v1.
+    again = benchmark.run_robust_benchmark(params)
+    assert again["register"]["version"] == 2 and again["register"]["alias"] == "challenger"
+    assert int(client.get_model_version_by_alias("t-robust-clap", "champion").version) == 1
+    tags = client.get_model_version("t-robust-clap", "2").tags
+    assert tags["clapcap.decision"] == "challenger" and tags["clapcap.compared_to"] == "1"
+    assert tags["clapcap.metric"] == "t2a/r@10" and float(tags["clapcap.difference"]) == 0.0
 
 
 def test_sigkill_mid_epoch_resumes_after_the_last_checkpoint_bit_for_bit(robust_setup, tmp_path, sigkill_at):

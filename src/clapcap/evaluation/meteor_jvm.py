@@ -18,16 +18,29 @@ equality with aac-metrics' ``meteor`` to the last digit, over several calls in a
 
 The process is started on first use, reused by every later call with the same Java and
 cache, restarted if it died, and closed at interpreter exit.
+
+Across processes: :func:`serving` runs one METEOR process behind a 127.0.0.1 socket (JSON
+lines), and a process whose ``$CLAPCAP_METEOR_SERVER`` names it scores there. ``make repro``
+starts one for the whole build (:mod:`clapcap.repro`), so the captioning stages, each its own
+process, stop paying the 13-s Java start one by one. Without the variable, or when the server
+does not answer, scoring falls back to the process's own METEOR process: same values.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import json
 import logging
+import os
+import socket
+import socketserver
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from clapcap.evaluation.aac_assets import METEOR_JAR, AacEnv
 
@@ -126,6 +139,10 @@ class MeteorProcess:
 _PROCESSES: dict[tuple[str, ...], MeteorProcess] = {}
 _GUARD = threading.Lock()
 
+# ``host:port`` of a METEOR server (:func:`serve`) shared by several processes: the stages
+# that ``make repro`` runs side by side then pay the Java start once for the whole build.
+SERVER_ENV = "CLAPCAP_METEOR_SERVER"
+
 
 def shared_process(env: AacEnv) -> MeteorProcess:
     """This interpreter's METEOR process for ``env`` (started, or restarted if it ended)."""
@@ -141,16 +158,117 @@ def shared_process(env: AacEnv) -> MeteorProcess:
 
 
 def meteor(candidates: list[str], mult_references: list[list[str]], env: AacEnv) -> tuple[float, list[float]]:
-    """METEOR 1.5 as aac-metrics computes it, on this interpreter's one METEOR process.
+    """METEOR 1.5 as aac-metrics computes it: on the METEOR server named by
+    ``$CLAPCAP_METEOR_SERVER`` when one answers, else on this interpreter's one METEOR process.
 
     A process that dies mid-call is restarted once and the call repeated (each call is
-    independent of the earlier ones).
+    independent of the earlier ones). A server that cannot be reached is logged and skipped.
     """
+    address = os.environ.get(SERVER_ENV)
+    if address:
+        try:
+            return score_remote(address, candidates, mult_references, env)
+        except (OSError, MeteorProcessError, ValueError) as err:
+            logger.warning("METEOR server %s unusable (%s); scoring in this process", address, err)
     try:
         return shared_process(env).score(candidates, mult_references)
     except MeteorProcessError as err:
         logger.warning("%s; retrying on a new METEOR process", err)
         return shared_process(env).score(candidates, mult_references)
+
+
+def _send(sock: socket.socket, obj: dict) -> None:
+    sock.sendall(json.dumps(obj).encode() + b"\n")
+
+
+def _receive(reader: Any) -> dict:
+    line = reader.readline()
+    if not line:
+        raise MeteorProcessError("METEOR server closed the connection")
+    return json.loads(line)
+
+
+def score_remote(address: str, candidates: list[str], mult_references: list[list[str]],
+                 env: AacEnv) -> tuple[float, list[float]]:
+    """Score on a METEOR server (:func:`serve`) at ``host:port``. The server must run the same
+    METEOR command (Java, jar) as ``env`` would here, or the call is refused.
+
+    Raises:
+        OSError: when the server cannot be reached; MeteorProcessError / ValueError: on a
+            refused or failed call (the server's message).
+    """
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=600) as sock, sock.makefile("rb") as reader:
+        _send(sock, {"command": meteor_command(env), "candidates": candidates, "references": mult_references})
+        answer = _receive(reader)
+    if "error" in answer:
+        raise MeteorProcessError(f"METEOR server: {answer['error']}")
+    return float(answer["corpus"]), [float(x) for x in answer["sentences"]]
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        server: MeteorServer = self.server  # type: ignore[assignment]
+        for line in self.rfile:
+            try:
+                req = json.loads(line)
+                if req.get("command") != server.process.command:
+                    raise ValueError(f"this server runs {server.process.command}, not {req.get('command')}")
+                corpus, sents = server.score(req["candidates"], req["references"])
+                answer: dict[str, Any] = {"corpus": corpus, "sentences": sents}
+            except (ValueError, KeyError, MeteorProcessError) as err:
+                answer = {"error": str(err)}
+            self.wfile.write(json.dumps(answer).encode() + b"\n")
+            self.wfile.flush()
+
+
+class MeteorServer(socketserver.ThreadingTCPServer):
+    """One METEOR process served on 127.0.0.1 to other processes, one call at a time.
+
+    Floats go back through JSON, which writes Python's shortest round-trip repr: the client
+    reads the very doubles the process answered.
+    """
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, env: AacEnv, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.env = env
+        self.process = MeteorProcess(env)
+
+    @property
+    def address(self) -> str:
+        host, port = self.server_address[:2]
+        return f"{host}:{port}"
+
+    def score(self, candidates: list[str], mult_references: list[list[str]]) -> tuple[float, list[float]]:
+        try:
+            return self.process.score(candidates, mult_references)
+        except MeteorProcessError:
+            self.process.close()
+            self.process = MeteorProcess(self.env)
+            return self.process.score(candidates, mult_references)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.process.close()
+
+
+@contextlib.contextmanager
+def serving(env: AacEnv | None = None) -> Iterator[MeteorServer]:
+    """Serve METEOR on a free 127.0.0.1 port in a background thread while the block runs."""
+    from clapcap.evaluation.aac_assets import setup_offline
+
+    server = MeteorServer(env or setup_offline())
+    thread = threading.Thread(target=server.serve_forever, name="meteor-server", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def close_all() -> None:

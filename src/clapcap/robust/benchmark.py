@@ -35,6 +35,7 @@ from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.factory import create_encoder
 from clapcap.reporting.conclusions import load_conclusions
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
+from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.retrieval.ranking import average_precision_min_norm
 from clapcap.robust.config import ZS, ZS_CUTOFF, ZS_MAP, RobustBenchParams
@@ -343,7 +344,37 @@ def run_robust_benchmark(params: RobustBenchParams, *, compute: Compute | None =
                 "robust_clap", "clapcap.encoders.hf_clap:pyfunc_loader",
                 artifacts={"clap_dir": params.models[params.candidate]},
                 input_example=["a dog barks", "rain falls on a roof"])
-            version = tracking.register_model(uri, params.registered_model, alias=params.alias)
-            result["register"]["version"] = version
-            logger.info("registered %s version %d (alias %s)", params.registered_model, version, params.alias)
+            scores = candidate_item_scores(params)
+            tracking.log_dict(scores, ITEM_SCORES_FILE)
+            result["register"].update(_promote(uri, params, scores))
     return result
+
+
+def candidate_item_scores(params: RobustBenchParams) -> dict[str, Any]:
+    """The candidate's per-query scores on ``register_benchmark`` (view 2 by default), from the
+    dump the benchmark saved: what a registered RobustCLAP version carries, so two versions
+    compare paired on the same paraphrased queries."""
+    from clapcap.data.dump import load_dump
+    from clapcap.data.prepare import dataset_fingerprint
+    from clapcap.retrieval.item_scores import retrieval_item_scores
+
+    dump = load_dump(Path(params.out_dir) / "dumps" / f"{params.candidate}__{params.register_benchmark}.npz")
+    return retrieval_item_scores(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index,
+                                 clip_ids=dump.clip_ids, split=f"{params.split}/{params.register_benchmark}",
+                                 dataset=dataset_fingerprint(params.paraphrase_dir), primary=params.register_metric)
+
+
+def _promote(uri: str, params: RobustBenchParams, scores: dict[str, Any]) -> dict[str, Any]:
+    """Register a new version; ``@champion`` moves to it only when there is none, or when it
+    beats the current champion on ``register_metric`` of ``register_benchmark`` (paired
+    bootstrap, one-sided p < 0.05); otherwise it is ``@challenger`` (docs/tracking.md)."""
+    from clapcap.retrieval.item_scores import compare_item_scores
+    from clapcap.tracking.promotion import register_on_evidence
+
+    decision = register_on_evidence(
+        uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
+        compare=lambda cand, champ: compare_item_scores(cand, champ, names=("candidate", "champion")))
+    logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
+                decision["alias"], decision["reason"])
+    return {"version": decision["version"], "alias": decision["alias"], "promotion": decision["reason"],
+            "compared_to": decision["compared_to"]}
