@@ -270,13 +270,41 @@ def study_overrides(root: str | Path, name: str) -> list[str]:
             for k, v in _study_values(root, name).items()]
 
 
-def apply_study(root: str | Path, name: str) -> list[str]:
+def stage_outputs(root: str | Path = ".") -> set[str]:
+    """Every output path (outs, metrics, plots) of every stage, relative to ``root``."""
+    from dvc.repo import Repo
+
+    with contextlib.chdir(root), Repo(".") as repo:
+        return {os.path.relpath(o.fs_path) for s in repo.index.stages for o in s.outs}
+
+
+def prune_outputs(root: str | Path, before: set[str], after: set[str]) -> list[str]:
+    """Delete the outputs of stages that the pipeline no longer has (``before - after``):
+    after ``STUDY=reduced`` the full study's extra rows would otherwise stay on disk, and the
+    report, summary and champion selection, which read the results folder, would count them."""
+    import shutil
+
+    removed = []
+    for rel in sorted(before - after):
+        path = Path(root) / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(rel)
+    return removed
+
+
+def apply_study(root: str | Path, name: str, *, say: Callable[[str], None] | None = None) -> list[str]:
     """Write study ``name``'s values (``studies/<name>.yaml``: dotted key -> value) into
     ``params.yaml``, each value replacing the whole key, and ``study: <name>``.
 
     A round-trip YAML edit: comments, key order and the style of every untouched value stay
     as written (``dvc exp run -S`` rewrites the whole file's layout, and merges dicts instead
-    of replacing them). Returns the ``key=value`` changes made.
+    of replacing them). In a DVC project, the outputs of stages that the new study no longer
+    has are deleted (:func:`prune_outputs`). Returns the ``key=value`` changes made.
 
     Raises:
         FileNotFoundError: naming the studies that exist, when ``name`` is not one.
@@ -286,6 +314,8 @@ def apply_study(root: str | Path, name: str) -> list[str]:
 
     values = _study_values(root, name)
     path = Path(root) / "params.yaml"
+    dvc_project = (Path(root) / ".dvc").is_dir()
+    before = stage_outputs(root) if dvc_project else set()
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 4096
@@ -302,6 +332,9 @@ def apply_study(root: str | Path, name: str) -> list[str]:
         node[leaf] = _flow(value)
     with atomic_path(path) as tmp, open(tmp, "w") as fh:
         rt.dump(data, fh)
+    if dvc_project:
+        for rel in prune_outputs(root, before, stage_outputs(root)):
+            (say or logger.info)(f"removed {rel}: its stage is not in study {name!r}")
     return study_overrides(root, name)
 
 

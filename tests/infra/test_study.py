@@ -78,6 +78,15 @@ def test_the_full_study_adds_dvc_stages(project):
     assert not {"caption_arch@t5", "train_clap_minilm@frozen"} & reduced
     apply_study(project, "full")
     assert stages() - reduced == {"caption_arch@t5", "train_clap_minilm@frozen", "evaluate_clap_minilm@frozen"}
+    # Back to the reduced study: the full study's extra outputs are removed, nothing else.
+    extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
+    kept = project / "results/captioning/results/t5_seed0.json"
+    for path in (extra, kept, project / "models/clap_minilm_frozen/model/config.json"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    apply_study(project, "reduced")
+    assert not extra.exists() and not (project / "models/clap_minilm_frozen/model").exists()
+    assert kept.exists()
 
 
 def test_overrides_for_dvc_exp_run_and_unknown_studies(project):

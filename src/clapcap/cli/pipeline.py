@@ -13,7 +13,7 @@ def _repro(args: argparse.Namespace) -> int:
     from clapcap.repro import apply_study, repro
 
     if args.study:
-        for override in apply_study(args.root, args.study):
+        for override in apply_study(args.root, args.study, say=print):
             print(f"params.yaml: {override}")
     result = repro(args.root, jobs=args.jobs, times_path=args.times or None)
     return 0 if result.ok else 1
@@ -25,7 +25,7 @@ def _study(args: argparse.Namespace) -> int:
     if args.print_overrides:
         print(" ".join(f"-S \"{o}\"" for o in study_overrides(args.root, args.name)))
         return 0
-    for override in apply_study(args.root, args.name):
+    for override in apply_study(args.root, args.name, say=print):
         print(f"params.yaml: {override}")
     return 0
 
