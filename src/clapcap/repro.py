@@ -56,6 +56,7 @@ class StageGraph:
     order: list[str]
     upstream: dict[str, set[str]]
     always_changed: set[str] = field(default_factory=set)
+    outputs: set[str] = field(default_factory=set)  # every stage output path, relative to the root
 
     def downstream_closure(self, names: set[str]) -> set[str]:
         """``names`` and every stage that depends on one of them, directly or not."""
@@ -85,7 +86,8 @@ def load_graph(root: str | Path = ".") -> StageGraph:
         for stage, dep in graph.edges:  # an edge points from a stage to a stage it depends on
             upstream[stage.addressing].add(dep.addressing)
         always = {s.addressing for s in stages if s.always_changed}
-    return StageGraph(order, upstream, always)
+        outputs = {os.path.relpath(o.fs_path) for s in stages for o in s.outs}
+    return StageGraph(order, upstream, always, outputs)
 
 
 def changed_stages(root: str | Path = ".", dvc: Sequence[str] = ("dvc",)) -> set[str]:
@@ -207,20 +209,14 @@ def _meteor_server(wanted: bool, say: Callable[[str], None]) -> Iterator[dict[st
     from clapcap.errors import AssetError
     from clapcap.evaluation import meteor_jvm
 
-    if not wanted:
-        yield {}
-        return
-    try:
-        server_cm = meteor_jvm.serving()
-        server = server_cm.__enter__()
-    except (AssetError, OSError) as err:
-        say(f"no shared METEOR server ({err}); each stage starts its own")
-        yield {}
-        return
-    try:
-        yield {meteor_jvm.SERVER_ENV: server.address}
-    finally:
-        server_cm.__exit__(None, None, None)
+    with contextlib.ExitStack() as stack:
+        env: dict[str, str] = {}
+        if wanted:
+            try:
+                env[meteor_jvm.SERVER_ENV] = stack.enter_context(meteor_jvm.serving()).address
+            except (AssetError, OSError) as err:
+                say(f"no shared METEOR server ({err}); each stage starts its own")
+        yield env
 
 
 def read_times(path: str | Path) -> dict[str, float]:
@@ -262,20 +258,21 @@ def _study_values(root: str | Path, name: str) -> dict[str, object]:
     return {**data, "study": name}
 
 
-def study_overrides(root: str | Path, name: str) -> list[str]:
-    """``studies/<name>.yaml`` as ``dvc exp run -S key=value`` arguments (YAML flow values)."""
+def _overrides(values: dict[str, object]) -> list[str]:
     import yaml
 
     return [f"{k}={yaml.safe_dump(v, default_flow_style=True, width=10**6).strip().removesuffix('...').strip()}"
-            for k, v in _study_values(root, name).items()]
+            for k, v in values.items()]
+
+
+def study_overrides(root: str | Path, name: str) -> list[str]:
+    """``studies/<name>.yaml`` as ``dvc exp run -S key=value`` arguments (YAML flow values)."""
+    return _overrides(_study_values(root, name))
 
 
 def stage_outputs(root: str | Path = ".") -> set[str]:
     """Every output path (outs, metrics, plots) of every stage, relative to ``root``."""
-    from dvc.repo import Repo
-
-    with contextlib.chdir(root), Repo(".") as repo:
-        return {os.path.relpath(o.fs_path) for s in repo.index.stages for o in s.outs}
+    return load_graph(root).outputs
 
 
 def prune_outputs(root: str | Path, before: set[str], after: set[str]) -> list[str]:
@@ -335,7 +332,7 @@ def apply_study(root: str | Path, name: str, *, say: Callable[[str], None] | Non
     if dvc_project:
         for rel in prune_outputs(root, before, stage_outputs(root)):
             (say or logger.info)(f"removed {rel}: its stage is not in study {name!r}")
-    return study_overrides(root, name)
+    return _overrides(values)
 
 
 def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = None,
