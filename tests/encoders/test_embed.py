@@ -60,3 +60,13 @@ def test_embed_all_names_dumps(tiny_corpus, tmp_path):
     assert all(p.is_file() for p in paths)
     with pytest.raises(ConfigError, match="known: \\['rand'\\]"):
         embed_all(params, "other", "tiny")
+
+
+def test_embed_params_build_list_and_per_encoder_splits():
+    encoders = {"a": EncoderConfig(name="a"), "b": EncoderConfig(name="b")}
+    params = EmbedParams(splits=["train", "test"], encoders=encoders, build=["a"], encoder_splits={"b": ["test"]})
+    assert params.splits_of("a") == ["train", "test"] and params.splits_of("b") == ["test"]
+    with pytest.raises(ValueError, match=r"embed.build: \['c'\] not in embed.encoders"):
+        EmbedParams(encoders=encoders, build=["c"])
+    with pytest.raises(ValueError, match="embed.encoder_splits"):
+        EmbedParams(encoders=encoders, encoder_splits={"c": ["test"]})

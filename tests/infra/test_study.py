@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.study import encoder_specs
 from clapcap.config import ConfigError, load_section
 from clapcap.pretrained.minilm_train import MiniLMClapStudy
 from clapcap.repro import apply_study, study_overrides
@@ -45,8 +46,10 @@ def test_params_yaml_is_the_reduced_study_and_the_switch_is_reversible(project):
     switched = yaml.safe_load((project / "params.yaml").read_text())
     assert switched["study"] == "full"
     assert all(_get(switched, k) == v for k, v in full.items())
-    assert {k: v for k, v in switched.items() if k not in ("clap_minilm", "captioning", "study")} == \
-        {k: v for k, v in params.items() if k not in ("clap_minilm", "captioning", "study")}
+    touched = {"study", *(k.split(".")[0] for k in full)}  # the other sections stay as they are
+    assert {k: v for k, v in switched.items() if k not in touched} == \
+        {k: v for k, v in params.items() if k not in touched}
+    assert {"captioning", "clap_minilm", "embed", "robust_train", "robust_control"} <= touched
     apply_study(project, "reduced")
     assert (project / "params.yaml").read_text() == committed  # byte for byte: comments and layout kept
 
@@ -58,10 +61,12 @@ def test_both_studies_load_as_typed_params(project):
         minilm = load_section(MiniLMClapStudy, "clap_minilm", project / "params.yaml")
         if study == "full":
             assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
+            assert len(encoder_specs(cap)) == 9
             assert set(minilm.variants) == {"frozen", "top2"}
         else:
             assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
             assert set(minilm.variants) == {"top2"}
+            assert cap.encoder_seeds == [] and not encoder_specs(cap)
 
 
 def test_the_full_study_adds_dvc_stages(project):
@@ -77,7 +82,9 @@ def test_the_full_study_adds_dvc_stages(project):
     assert {"caption_arch@gpt2", "train_clap_minilm@top2"} <= reduced
     assert not {"caption_arch@t5", "train_clap_minilm@frozen"} & reduced
     apply_study(project, "full")
-    assert stages() - reduced == {"caption_arch@t5", "train_clap_minilm@frozen", "evaluate_clap_minilm@frozen"}
+    encoder_rows = {f"caption_encoder@{e}-{s}" for e in ("default", "frames_w2v", "logmel") for s in range(3)}
+    assert stages() - reduced == {"caption_arch@t5", "train_clap_minilm@frozen", "evaluate_clap_minilm@frozen",
+                                  "embed@frames_w2v-corpus", *encoder_rows}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
     kept = project / "results/captioning/results/t5_seed0.json"

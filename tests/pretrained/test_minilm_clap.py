@@ -118,3 +118,32 @@ def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     versus = json.loads((tmp_path / "metrics" / "clap_minilm_frozen_vs_random.json").read_text())
     assert versus["t2a"]["r@10"]["a"] == pytest.approx(r10)
     assert (tmp_path / "emb" / "clap_minilm_frozen" / "corpus" / "test.npz").is_file()
+
+
+def test_cached_frozen_bottom_matches_the_plain_tower_and_restores_it():
+    from clapcap.pretrained.frozen_text import cached_frozen_bottom
+
+    model, tok, _ = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
+    set_text_trainable(model, 2)
+    keys = list(model.state_dict())
+    model.eval()
+    enc = tok(CAPTIONS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        want = model.get_text_features(**enc)
+    with cached_frozen_bottom(model, 2) as n:
+        assert n == 4 and len(model.text_model.encoder.layer) == 2
+        with torch.no_grad():
+            got = model.get_text_features(**enc)
+            # other batch compositions and paddings hit the cache and give the same rows
+            alone = model.get_text_features(**tok(CAPTIONS[1:2], padding=True, return_tensors="pt"))
+        assert torch.allclose(got, want, atol=1e-5) and torch.allclose(alone[0], want[1], atol=1e-5)
+        model.train()  # gradients reach the trainable top layers only
+        model.get_text_features(**enc).sum().backward()
+        assert all(p.grad is not None for p in model.text_model.encoder.layer[1].parameters())
+        with pytest.raises(ValueError, match="right-padded"):
+            model.text_model.embeddings(input_ids=torch.tensor([[0, 101, 102]]))
+    assert list(model.state_dict()) == keys and len(model.text_model.encoder.layer) == 6
+    assert model.text_model.encoder.layer[4].attention.self.query.weight.grad is not None  # the trained layer is back
+    assert model.text_model.encoder.layer[3].attention.self.query.weight.grad is None
+    with cached_frozen_bottom(model, -1) as n:
+        assert n == 0 and len(model.text_model.encoder.layer) == 6

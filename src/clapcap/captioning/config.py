@@ -184,6 +184,7 @@ class CaptioningParams:
     arch_lms: list[str] | None = None
     encoder_lm: str = "gpt2"
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
+    # Seeds of the all-clips encoder ablation; empty: it does not run (the reduced study).
     encoder_seeds: list[int] = field(default_factory=lambda: [0])
     music: MusicEncoderStudy = field(default_factory=MusicEncoderStudy)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
@@ -198,10 +199,12 @@ class CaptioningParams:
     def __post_init__(self) -> None:
         for lm in [*self.lms, self.encoder_lm]:
             self.check_lm(lm)
-        for key in ("noise_seeds", "encoder_seeds"):
+        if not self.noise_seeds:
+            raise ValueError(f"noise_seeds: expected at least one seed, found {self.noise_seeds}")
+        for key in ("noise_seeds", "encoder_seeds"):  # no encoder seeds: no all-clips encoder ablation
             seeds = getattr(self, key)
-            if not seeds or len(set(seeds)) != len(seeds):
-                raise ValueError(f"{key}: expected at least one seed and no repeats, found {seeds}")
+            if len(set(seeds)) != len(seeds):
+                raise ValueError(f"{key}: expected no repeated seeds, found {seeds}")
         for lm, train in self.train.items():  # one device setting: the `compute` section
             if train.device != "cpu":
                 raise ValueError(f"captioning.train.{lm}.device: the device is set by the compute section "

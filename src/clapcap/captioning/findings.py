@@ -169,6 +169,8 @@ def _decoding_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dic
 
 def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
     seeds, lm = list(params.encoder_seeds), params.encoder_lm
+    if not seeds:  # the all-clips encoder ablation is not in this study
+        return []
     scores = {enc: _run_scores(params, scorer, [encoder_run_name(enc, lm, s) for s in seeds])
               for enc in ["default", *params.encoders]}
     # One encoder seed: the stand-in floor is the encoder LM's two-stage baseline over its

@@ -78,7 +78,7 @@ def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
 
 def encoder_specs(params: CaptioningParams) -> list[RunSpec]:
     """Stage-1-only runs of ``encoder_lm`` for the default dump and every extra encoder, one
-    per ``encoder_seeds`` seed (the encoder findings compare them over seeds)."""
+    per ``encoder_seeds`` seed (the encoder findings compare them over seeds); none without seeds."""
     params.check_lm(params.encoder_lm)
     encoders = {"default": EncoderSpec(params.dump, params.embedding_key), **params.encoders}
     return [RunSpec(encoder_run_name(name, params.encoder_lm, seed), "encoder", params.encoder_lm, seed,

@@ -20,6 +20,22 @@ class EmbedParams:
     splits: list[str] = field(default_factory=lambda: ["test"])
     caption_columns: list[str] = field(default_factory=lambda: ["captions"])
     encoders: dict[str, EncoderConfig] = field(default_factory=dict)
+    # The encoders the DVC ``embed`` matrix builds (dvc.yaml reads this list; None = all of
+    # ``encoders``): the study switch leaves out dumps that only a full-study stage reads.
+    build: list[str] | None = None
+    # Per-encoder ``splits``, for a dump that only some splits' readers need (the random
+    # CLAP's dumps are read on the test split only).
+    encoder_splits: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, names in (("build", self.build or []), ("encoder_splits", list(self.encoder_splits))):
+            stray = [n for n in names if n not in self.encoders]
+            if stray:
+                raise ValueError(f"embed.{key}: {stray} not in embed.encoders {sorted(self.encoders)}")
+
+    def splits_of(self, encoder: str) -> list[str]:
+        """The splits dumped for ``encoder``."""
+        return list(self.encoder_splits.get(encoder, self.splits))
 
 
 @dataclass

@@ -209,7 +209,7 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True,
     # Progress lives outside <out_dir>/<encoder>/<dataset>, the stage's DVC output, which DVC
     # deletes before rerunning the stage.
     partial_root = Path(params.out_dir) / ".partial" / encoder / dataset
-    for split in params.splits:
+    for split in params.splits_of(encoder):
         for column in params.caption_columns:
             out = dump_path(params.out_dir, encoder, dataset, split, column)
             sig = _signature(cfg, Path(params.datasets[dataset]), split, column, None)

@@ -32,6 +32,7 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
 from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError, to_dict
 from clapcap.data.prepare import dataset_fingerprint
+from clapcap.pretrained.frozen_text import cached_frozen_bottom
 from clapcap.pretrained.minilm_clap import TEXT_TOWER, build_minilm_clap, set_text_trainable
 from clapcap.utils.io import sha256_json, write_json
 
@@ -146,12 +147,15 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
         return clap_batches(train, tokenizer, batch_size=params.batch_size, seed=params.seed * 1000 + epoch,
                             column=col)
 
-    history = fit(model, make_batches=make_batches, epochs=params.epochs,
-                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
-                  weight_decay=params.weight_decay, warmup_steps=params.warmup_steps, signature=sig,
-                  evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
-                  on_epoch_end=on_epoch_end, progress=progress, compute=compute,
-                  param_groups=_param_groups(params.text_lr))
+    # The frozen bottom of the text tower runs once per caption (clapcap.pretrained.frozen_text).
+    with cached_frozen_bottom(model, params.text_trainable_layers) as n_cached:
+        logger.info("text tower: %d frozen layer(s) computed once per caption", n_cached)
+        history = fit(model, make_batches=make_batches, epochs=params.epochs,
+                      checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
+                      weight_decay=params.weight_decay, warmup_steps=params.warmup_steps, signature=sig,
+                      evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
+                      on_epoch_end=on_epoch_end, progress=progress, compute=compute,
+                      param_groups=_param_groups(params.text_lr))
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
     sidecar = {"mel_floor_db": params.audio.mel_floor_db, "tiny_config": asdict(params.audio),
                "text_tower": TEXT_TOWER, "text_trainable_layers": params.text_trainable_layers}

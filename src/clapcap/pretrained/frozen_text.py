@@ -1,0 +1,110 @@
+"""The frozen bottom of a pretrained text tower, computed once per caption.
+
+With ``text_trainable_layers: k`` the MiniLM CLAP trains only the top ``k`` layers of its
+text tower (and the pooler); the embeddings and the layers below are frozen, so their output
+for a caption is the same in every epoch. :func:`cached_frozen_bottom` computes that output
+once per distinct caption (eval mode: no dropout; no gradient) and looks it up afterwards,
+in training batches and validation passes alike. Only the top layers then run per step.
+
+Hand-written: neither transformers nor PEFT caches a frozen prefix's activations.
+
+Training with the cache differs from training without it in one way: the frozen layers run
+without dropout (docs/encoders.md). Everything after them is the model's own forward pass.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_CHUNK = 64
+
+
+def _lookup_module(frozen: Any, n_frozen: int, pad_id: int) -> Any:
+    import torch
+
+    class FrozenBottom(torch.nn.Module):
+        """Stands in for the text tower's embeddings: the output of its frozen bottom layers."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._frozen = [frozen]  # a list: not a submodule, so not in state_dict or .to()
+            self._memo: dict[tuple[int, ...], torch.Tensor] = {}
+
+        def _compute(self, keys: list[tuple[int, ...]], device: Any) -> None:
+            tower = self._frozen[0]
+            if next(tower.parameters()).device != device:
+                tower.to(device)
+            for s in range(0, len(keys), _CHUNK):
+                chunk = keys[s:s + _CHUNK]
+                length = max(len(k) for k in chunk)
+                ids = torch.full((len(chunk), length), pad_id, dtype=torch.long, device=device)
+                mask = torch.zeros((len(chunk), length), dtype=torch.long, device=device)
+                for i, k in enumerate(chunk):
+                    ids[i, :len(k)] = torch.tensor(k, dtype=torch.long, device=device)
+                    mask[i, :len(k)] = 1
+                with torch.no_grad():
+                    hidden = tower(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+                for i, k in enumerate(chunk):
+                    self._memo[k] = hidden[n_frozen][i, :len(k)].detach().clone()
+
+        def forward(self, input_ids: Any = None, position_ids: Any = None, token_type_ids: Any = None,
+                    inputs_embeds: Any = None, **_: Any) -> Any:
+            if input_ids is None or inputs_embeds is not None or position_ids is not None:
+                raise ValueError("the cached frozen text layers take input_ids only (no inputs_embeds or "
+                                 "position_ids)")
+            if token_type_ids is not None and bool(token_type_ids.any()):
+                raise ValueError("the cached frozen text layers take token type 0 only")
+            real = input_ids != pad_id
+            lengths = real.sum(dim=1)
+            positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+            if not bool((real == (positions[None, :] < lengths[:, None])).all()):
+                raise ValueError("the cached frozen text layers need right-padded input_ids (the padding "
+                                 f"token {pad_id} only after a caption's tokens)")
+            keys = [tuple(row[:n]) for row, n in zip(input_ids.tolist(), lengths.tolist(), strict=True)]
+            missing = [k for k in dict.fromkeys(keys) if k not in self._memo]
+            if missing:
+                self._compute(missing, input_ids.device)
+            first = self._memo[keys[0]]
+            out = first.new_zeros((input_ids.shape[0], input_ids.shape[1], first.shape[-1]))
+            for i, k in enumerate(keys):
+                out[i, :len(k)] = self._memo[k]
+            return out
+
+    return FrozenBottom()
+
+
+@contextmanager
+def cached_frozen_bottom(model: Any, trainable_layers: int) -> Iterator[int]:
+    """Run ``model``'s text tower with its frozen bottom layers cached, inside the block.
+
+    ``model`` is a ``ClapModel`` whose text tower has ``trainable_layers`` trainable top layers
+    (:func:`clapcap.pretrained.minilm_clap.set_text_trainable`; -1, or as many as the tower has:
+    nothing to cache). Inside the block the tower's embeddings module returns the cached
+    output of the frozen layers and ``encoder.layer`` holds the trainable ones only, so
+    ``state_dict()`` has the trainable layers under new indices; on exit the tower is
+    restored, with the trained layers in place.
+
+    Yields:
+        The number of cached (frozen) layers; 0 when nothing is cached.
+    """
+    import torch
+
+    tower = model.text_model
+    layers = tower.encoder.layer
+    if trainable_layers < 0 or trainable_layers >= len(layers):
+        yield 0
+        return
+    n_frozen = len(layers) - trainable_layers
+    frozen = copy.deepcopy(tower).eval()
+    for p in frozen.parameters():
+        p.requires_grad_(False)
+    embeddings = tower.embeddings
+    tower.embeddings = _lookup_module(frozen, n_frozen, int(tower.config.pad_token_id))
+    tower.encoder.layer = torch.nn.ModuleList(list(layers)[n_frozen:])
+    try:
+        yield n_frozen
+    finally:
+        tower.embeddings, tower.encoder.layer = embeddings, layers
