@@ -79,12 +79,16 @@ def test_the_full_study_adds_dvc_stages(project):
         return set(out.split())
 
     reduced = stages()
-    assert {"caption_arch@gpt2", "train_clap_minilm@top2"} <= reduced
-    assert not {"caption_arch@t5", "train_clap_minilm@frozen"} & reduced
+    assert {"caption_arch@gpt2-prefix_length4", "caption_arch@gpt2-projection_depth1",
+            "train_clap_minilm@top2"} <= reduced
+    assert not {"caption_arch@t5-prefix_length4", "train_clap_minilm@frozen"} & reduced
     apply_study(project, "full")
     encoder_rows = {f"caption_encoder@{e}-{s}" for e in ("default", "frames_w2v", "logmel") for s in range(3)}
-    assert stages() - reduced == {"caption_arch@t5", "train_clap_minilm@frozen", "evaluate_clap_minilm@frozen",
-                                  "embed@frames_w2v-corpus", *encoder_rows}
+    variants = ["prefix_length4", "prefix_length16", "dropout0.3", "dropout0.5", "projection_depth1",
+                "projection_depth3"]
+    arch = {f"caption_arch@{lm}-{v}" for lm in ("gpt2", "t5") for v in variants} - reduced
+    assert stages() - reduced == {"train_clap_minilm@frozen", "evaluate_clap_minilm@frozen",
+                                  "embed@frames_w2v-corpus", *encoder_rows, *arch}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
     kept = project / "results/captioning/results/t5_seed0.json"
@@ -117,3 +121,21 @@ def test_bad_grid_values_are_refused_at_load(project, change, message):
     (project / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises((ConfigError, ValueError), match=message):
         load_section(CaptioningParams, "captioning", project / "params.yaml")
+
+
+@pytest.mark.parametrize("study", ["reduced", "full"])
+def test_captioning_stages_declare_exactly_the_runs_they_write(project, study):
+    """Each training run of the study is one stage's DVC output, and no stage declares a run
+    that its command does not write (DVC fails such a stage after it ran)."""
+    from dvc.repo import Repo
+
+    from clapcap.captioning.study import all_specs
+
+    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=project, check=True)
+    apply_study(project, study)
+    cap = load_section(CaptioningParams, "captioning", project / "params.yaml")
+    with Repo(str(project)) as repo:
+        declared = {Path(str(out.fs_path)).relative_to(project).as_posix() for stage in repo.index.stages
+                    for out in stage.outs if "results/captioning/results/" in str(out.fs_path)}
+    runs = {f"results/captioning/results/{s.name}.json" for s in all_specs(cap)}
+    assert declared == runs

@@ -99,6 +99,14 @@ class ArchGrid:
     dropout: list[float] = field(default_factory=lambda: [0.3, 0.5])
     projection_depth: list[int] = field(default_factory=lambda: [1, 3])
 
+    def variants(self) -> dict[str, dict[str, Any]]:
+        """Name (``<key><value>``, as in run names) -> the one override of that value."""
+        return {f"{key}{value}": {key: value} for key, values in dataclasses.asdict(self).items()
+                for value in values}
+
+    def variant_names(self) -> list[str]:
+        return list(self.variants())
+
 
 @dataclass
 class EncoderSpec:
@@ -182,6 +190,9 @@ class CaptioningParams:
     arch: ArchGrid = field(default_factory=ArchGrid)
     # The LMs whose architecture ablation runs (None: every LM of ``lms``).
     arch_lms: list[str] | None = None
+    # The architecture values that run, by name (``<key><value>``, e.g. ``prefix_length4``;
+    # None: every value of ``arch``). dvc.yaml's caption_arch matrix iterates this list.
+    arch_variants: list[str] | None = None
     encoder_lm: str = "gpt2"
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
     # Seeds of the all-clips encoder ablation; empty: it does not run (the reduced study).
@@ -214,6 +225,10 @@ class CaptioningParams:
         stray = [lm for lm in self.arch_lms if lm not in self.lms]
         if stray:
             raise ValueError(f"arch_lms: {stray} not in lms {self.lms}")
+        names = self.arch.variant_names()
+        stray = [v for v in self.arch_variants or [] if v not in names]
+        if stray:
+            raise ValueError(f"arch_variants: {stray} not among the arch grid's values {names}")
         for name, overrides in self.decoding_ablation.items():  # typed and checked once, here
             cfg = from_dict(DecodingConfig, {**dataclasses.asdict(self.decoding), **overrides},
                             where=f"decoding_ablation.{name}")

@@ -65,15 +65,15 @@ def lm_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
 
 
 def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
-    """One run per architecture value (others at the baseline), at the first noise seed; none
-    for an LM that is not in ``arch_lms``."""
+    """One run per architecture value of ``arch_variants`` (others at the baseline), at the
+    first noise seed; none for an LM that is not in ``arch_lms``."""
     params.check_lm(lm)
     if lm not in (params.arch_lms or []):
         return []
-    seed, grid = params.noise_seeds[0], dataclasses.asdict(params.arch)
-    return [RunSpec(f"{lm}_{key}{value}_seed{seed}", "arch", lm, seed, {key: value}, dump=params.dump,
-                    embedding_key=params.embedding_key)
-            for key, values in grid.items() for value in values]
+    seed, variants = params.noise_seeds[0], params.arch.variants()
+    wanted = params.arch_variants if params.arch_variants is not None else list(variants)
+    return [RunSpec(f"{lm}_{name}_seed{seed}", "arch", lm, seed, dict(variants[name]), dump=params.dump,
+                    embedding_key=params.embedding_key) for name in wanted]
 
 
 def encoder_specs(params: CaptioningParams) -> list[RunSpec]:

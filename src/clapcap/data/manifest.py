@@ -15,6 +15,8 @@ column                        meaning
 ``is_audioset_eval``          ``True``/``False`` where the source has the flag, else empty
 ``paraphrases_v1`` (opt.)     JSON list aligned with ``captions``: structure changed
 ``paraphrases_v2`` (opt.)     JSON list aligned with ``captions``: words and structure changed
+``paraphrases_heldout`` (opt.) JSON list aligned with ``captions``: view 2 in words no training
+                              caption or view uses (``robust_paraphrase``'s held-out view)
 ``labels`` (opt.)             JSON list of sound-event labels (zero-shot classification)
 ``meta`` (opt.)               JSON object with source-specific fields
 ============================  ==========================================================
@@ -39,8 +41,8 @@ REQUIRED_COLUMNS = [
     "clip_id", "audio_path", "duration_s", "sample_rate", "split", "source", "captions",
     "is_audioset_eval",
 ]
-JSON_COLUMNS = ["captions", "paraphrases_v1", "paraphrases_v2", "labels", "meta"]
-OPTIONAL_COLUMNS = ["paraphrases_v1", "paraphrases_v2", "labels", "meta"]
+JSON_COLUMNS = ["captions", "paraphrases_v1", "paraphrases_v2", "paraphrases_heldout", "labels", "meta"]
+OPTIONAL_COLUMNS = ["paraphrases_v1", "paraphrases_v2", "paraphrases_heldout", "labels", "meta"]
 SPLITS = ("train", "val", "test")
 
 

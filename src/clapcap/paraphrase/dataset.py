@@ -1,7 +1,8 @@
 """The ``robust_paraphrase`` step: give every caption of a dataset its two paraphrase views.
 
 The output folder holds a manifest whose ``paraphrases_v1`` / ``paraphrases_v2`` columns
-are aligned with ``captions`` (a view that the LLM failed to produce is ``null``), a
+are aligned with ``captions`` (a view that the LLM failed to produce is ``null``), with the
+held-out-vocabulary view ``paraphrases_heldout`` on ``heldout_splits`` (null elsewhere), a
 ``dataset.json`` pointing at the source audio root, and ``paraphrase_report.json``.
 """
 
@@ -15,10 +16,12 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from clapcap.config import to_dict
+from clapcap.config import ConfigError, to_dict
 from clapcap.data.manifest import ManifestError, write_manifest
 from clapcap.data.prepare import load_dataset
 from clapcap.llm import LLMError
+from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
+from clapcap.paraphrase.heldout import heldout_views
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
 from clapcap.utils.io import write_json
 
@@ -37,8 +40,20 @@ class ParaphraseParams:
     splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
     max_clips: int | None = None
     llm: LLMParams = field(default_factory=LLMParams)
+    # Splits that get the held-out-vocabulary view (clapcap.paraphrase.heldout; corpus backend).
+    heldout_splits: list[str] = field(default_factory=list)
     track: bool = True
     experiment: str = "clapcap-robust"
+
+    def __post_init__(self) -> None:
+        if self.heldout_splits and self.backend != "corpus":
+            raise ConfigError("robust_paraphrase.heldout_splits: the held-out-vocabulary view rewrites the "
+                              "corpus's view-2 lexicon, so it needs backend: corpus (set heldout_splits: [])")
+        stray = sorted(set(self.heldout_splits) - set(self.splits))
+        if stray:
+            raise ConfigError(f"robust_paraphrase.heldout_splits: {stray} not in splits {self.splits}")
+        if "train" in self.heldout_splits:
+            raise ConfigError("robust_paraphrase.heldout_splits: not train (the view must stay unseen in training)")
 
 
 def check_views(df: pd.DataFrame, origin: str) -> dict[str, int]:
@@ -85,6 +100,20 @@ def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool) -> tuple[pd.
     return out, stats
 
 
+def _add_heldout(df: pd.DataFrame, full: pd.DataFrame, splits: list[str]) -> dict[str, Any]:
+    """Add the held-out view column to ``df``'s rows of ``splits`` (None elsewhere), checked
+    against every training caption and view of the whole manifest ``full``."""
+    train = full[full["split"] == "train"]
+    texts = [t for col in ("captions", *VIEW_COLUMNS.values()) for caps in train[col] for t in (caps or [])]
+    chosen = df["split"].isin(splits).to_numpy()
+    views, stats = heldout_views([v if keep else None for v, keep in zip(df["paraphrases_v2"], chosen, strict=True)],
+                                 texts)
+    df[HELDOUT_COLUMN] = views
+    logger.info("held-out view: %d captions (%s), %d substitute words, none in %d training words",
+                stats["n_captions"], ", ".join(splits), stats["n_substitute_words"], stats["n_training_words"])
+    return {"splits": list(splits), **stats}
+
+
 def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> dict[str, Any]:
     """Write the paraphrased manifest for ``params.splits`` of ``params.dataset_dir``.
 
@@ -108,6 +137,8 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
         df, stats = _llm_views(df, params.llm, progress)
     out_dir = Path(params.out_dir)
     counts = check_views(df, f"{params.dataset_dir}/manifest.csv")
+    if params.heldout_splits:
+        stats["heldout"] = _add_heldout(df, ds.manifest, params.heldout_splits)
     write_manifest(df, out_dir / "manifest.csv")
     # The audio root relative to out_dir: no absolute path in a DVC output (bytes depend on
     # content only, not on where the repository was cloned); load_dataset resolves it.
