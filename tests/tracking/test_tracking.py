@@ -94,6 +94,11 @@ def test_register_model_and_alias(mlflow_uri, tmp_path):
     version = tracking.register_model(uri, "clapcap-echo", alias="champion")
     assert version == 1
     assert int(tracking.get_model_version_by_alias("clapcap-echo", "champion").version) == 1
+    # The requirements are the pinned list given to MLflow, not inferred from a model load.
+    reqs = open(mlflow.pyfunc.get_model_dependencies(uri)).read()
+    pinned = tracking.model_requirements()
+    assert [r.split("==")[0] for r in pinned] == list(tracking.MODEL_PACKAGES)
+    assert all(r in reqs for r in pinned) and "torch==" in reqs
 
 
 def test_registered_model_loads_from_the_project_store_outside_a_run(tmp_path, monkeypatch):

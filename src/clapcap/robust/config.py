@@ -43,6 +43,8 @@ class RobustTrainParams:
         collapse_alpha: fail (``TrainingCollapsed``) unless validation text-to-audio MRR on the
             captions beats chance in a one-sided permutation test at this level
             (:mod:`clapcap.clap.collapse`); 0 turns the check off.
+        feature_cache: folder of the audio-feature caches (empty: ``out_dir/cache``); the seed
+            study's fine-tunes share one (a cache is keyed by its content's signature).
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"
@@ -62,6 +64,7 @@ class RobustTrainParams:
     collapse_alpha: float = 0.01
     track: bool = True
     experiment: str = "clapcap-robust"
+    feature_cache: str = ""
 
 
 @dataclass

@@ -68,7 +68,8 @@ def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
         if seed == params.seed:
             out[seed] = str(Path(params.out_dir) / "model")
             continue
-        run = replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False)
+        run = replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False,
+                      feature_cache=str(Path(study.out_dir) / "cache"))  # audio features computed once
         logger.info("fine-tuning %s with seed %d -> %s", label, seed, run.out_dir)
         out[seed] = train_robust_clap(run, progress=progress, compute=compute).model_dir
     return out

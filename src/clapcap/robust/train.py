@@ -121,7 +121,7 @@ def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: An
 
 
 # Not in the signature: they do not decide the weights (the two paths are hashed by content).
-_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model")
+_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model", "feature_cache")
 
 
 def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> str:
@@ -198,8 +198,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     manifest = load_dataset(params.paraphrase_dir).manifest
     caches = {}
     for split in ("train", params.eval_split):
-        cache = cache_features(fe, prep, params.paraphrase_dir, split, out_dir / "cache" / f"{split}.npz",
-                               progress=progress)
+        cache_dir = Path(params.feature_cache) if params.feature_cache else out_dir / "cache"
+        cache = cache_features(fe, prep, params.paraphrase_dir, split, cache_dir / f"{split}.npz", progress=progress)
         caches[split] = attach_views(cache, manifest)
     train, val = caches["train"], caches[params.eval_split]
     clips = subset(train, params.data_fraction, params.seed)

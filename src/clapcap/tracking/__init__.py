@@ -131,9 +131,22 @@ def log_pyfunc_model(python_model: Any, name: str, *, artifacts: Mapping[str, st
         signature = infer_signature(input_example, output_example)
     info = mlflow.pyfunc.log_model(
         name=name, python_model=python_model, artifacts=dict(artifacts or {}),
-        input_example=input_example, signature=signature,
+        input_example=input_example, signature=signature, pip_requirements=model_requirements(),
     )
     return info.model_uri
+
+
+# What a logged clapcap model needs to load and predict. Given explicitly: without it MLflow
+# infers the list by loading the model in a subprocess, which took 15-77 s per registration
+# in `make repro` (and left torch and transformers out of the list).
+MODEL_PACKAGES = ("clapcap", "mlflow", "cloudpickle", "torch", "transformers", "numpy", "pandas", "soundfile")
+
+
+def model_requirements() -> list[str]:
+    """``MODEL_PACKAGES`` pinned to the installed versions (``name==version``)."""
+    from importlib.metadata import version
+
+    return [f"{name}=={version(name)}" for name in MODEL_PACKAGES]
 
 
 def search_runs(experiment: str, filter_string: str = "") -> Any:
