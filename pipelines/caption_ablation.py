@@ -1,6 +1,7 @@
 """DVC stages `caption_lm`, `caption_arch_*`, `caption_encoder(_music)`, `caption_decoding`: one ablation config.
 
   --kind lm --lm gpt2 --seed 1              baseline config of an LM at one noise-floor seed
+  --kind lm --lm gpt2 t5 --seed 1           the same for several LMs in one process
   --kind arch --lm gpt2 --name dropout0.3   one architecture value (others at the baseline)
   --kind encoder --name default             stage-1 run on one encoder's dump
   --kind music --name aisfx --seed 0        stage-1 run on the music subset (captioning.music)
@@ -20,7 +21,7 @@ from clapcap.entry import run_entry
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "music", "decoding"])
-    parser.add_argument("--lm", default=None)
+    parser.add_argument("--lm", nargs="+", default=None, help="one LM, or several (every LM by default)")
     parser.add_argument("--name", default=None)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()

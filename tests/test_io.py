@@ -38,3 +38,25 @@ def test_save_torch_bytes_depend_on_content_only(tmp_path):
     b = save_torch(state, tmp_path / "b" / "other.pt")
     assert a.read_bytes() == b.read_bytes()
     assert torch.equal(torch.load(a)["w"], state["w"])
+
+
+def test_atomic_dir_replaces_a_folder_only_on_success(tmp_path):
+    import os
+
+    from clapcap.utils.io import atomic_dir
+
+    out = tmp_path / "model"
+    with atomic_dir(out) as tmp:
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "w.bin").write_bytes(b"1")
+        assert not out.exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (out / "sub" / "w.bin").read_bytes() == b"1"
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask
+    assert (out / "sub" / "w.bin").stat().st_mode & 0o777 == 0o666 & ~umask
+    with pytest.raises(RuntimeError, match="crash"), atomic_dir(out) as tmp:
+        (tmp / "half").write_bytes(b"")
+        raise RuntimeError("crash")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temp folder left
+    assert (out / "sub" / "w.bin").is_file() and not (out / "half").exists()  # the old one stays

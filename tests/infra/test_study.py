@@ -88,7 +88,7 @@ def test_the_full_study_adds_dvc_stages(project):
                 "projection_depth3"]
     arch = {f"caption_arch@{lm}-{v}" for lm in ("gpt2", "t5") for v in variants} - reduced
     assert stages() - reduced == {"train_clap_minilm@frozen", "evaluate_clap_minilm@frozen",
-                                  "embed@frames_w2v-corpus", *encoder_rows, *arch}
+                                  "embed@frames_w2v-corpus", "caption_smollm2@2", *encoder_rows, *arch}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
     kept = project / "results/captioning/results/t5_seed0.json"

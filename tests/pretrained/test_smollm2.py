@@ -25,6 +25,9 @@ def test_converted_folder_loads_as_a_plain_causal_lm(converted):
     assert type(model).__name__ == "LlamaForCausalLM"
     assert (model.config.hidden_size, model.config.num_hidden_layers, len(tok)) == (576, 30, 49152)
     assert json.loads((converted / SOURCE).read_text())["file"] == gguf_file().name
+    # Captions end, and generation stops, on the model's own end token, not the GGUF's <|im_start|>.
+    assert tok.eos_token == tok.pad_token == "<|im_end|>"
+    assert tok.eos_token_id == model.config.eos_token_id == model.generation_config.eos_token_id == 2
 
     def nll(text: str) -> float:
         ids = tok(text, return_tensors="pt").input_ids

@@ -64,8 +64,8 @@ def test_semantic_column_joins_every_row_kind(tmp_path):
     summary = build_summary(tmp_path)
     by = {(r["group"], r["name"]): r for r in summary["rows"]}
     assert "sbert_sim_minilm" in summary["metrics"]
-    assert by["lm", "gpt2 (mean of 3 seeds)"]["metrics"]["sbert_sim_minilm"] == 0.64
-    assert by["lm", "gpt2 (mean of 3 seeds)"]["std"]["sbert_sim_minilm"] == 0.02
+    assert by["lm", "gpt2 (from scratch; mean of 3 seeds)"]["metrics"]["sbert_sim_minilm"] == 0.64
+    assert by["lm", "gpt2 (from scratch; mean of 3 seeds)"]["std"]["sbert_sim_minilm"] == 0.02
     assert by["arch", "dropout=0.3"]["metrics"]["sbert_sim_minilm"] == 0.61
     assert by["encoder", "logmel (mean of 2 seeds)"]["metrics"]["sbert_sim_minilm"] == pytest.approx(0.6)
     assert by["decoding", "beam3"]["metrics"]["sbert_sim_minilm"] == 0.55

@@ -40,6 +40,9 @@ class TrainConfig:
                                                                      lr_lm=3e-4))
     lm_pretrain_epochs: int = 3
     lm_pretrain_lr: float = 3e-3
+    # 0: every caption of every clip in each epoch; k: k captions per clip, the next k in the
+    # next epoch (a 135 M-parameter LM costs ~0.1 s per caption on a CPU core).
+    captions_per_clip: int = 0
     grad_clip: float = 1.0
     embedding_key: str = "audio_embeds"
     device: str = "cpu"  # set from the `compute` section by train_captioner; not a params.yaml key
@@ -54,6 +57,8 @@ class TrainConfig:
             raise ValueError(f"train.stages: expected [1], [2] or [1, 2], found {self.stages}")
         if self.batch_size < 1:
             raise ValueError(f"train.batch_size must be >= 1, found {self.batch_size}")
+        if self.captions_per_clip < 0:
+            raise ValueError(f"train.captions_per_clip must be >= 0 (0: all), found {self.captions_per_clip}")
         for name in ("stage1", "stage2"):
             st: StageConfig = getattr(self, name)
             if st.epochs < 1 or st.lr_projection <= 0 or st.lr_lm < 0:
@@ -187,6 +192,12 @@ class CaptioningParams:
     # The decoding configs run on the first noise seed's checkpoint (None: all of decoding_ablation).
     decoding_configs: list[str] | None = None
     noise_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    # Per-LM training seeds that replace noise_seeds for that LM's baseline runs (a pretrained
+    # LM costs ~20x a small one on a CPU: the reduced study runs it on fewer seeds).
+    lm_seeds: dict[str, list[int]] = field(default_factory=dict)
+    # The LMs whose learning rates are searched (None: every LM); the others train with their
+    # train.<lm> learning rates.
+    lr_search_lms: list[str] | None = None
     arch: ArchGrid = field(default_factory=ArchGrid)
     # The LMs whose architecture ablation runs (None: every LM of ``lms``).
     arch_lms: list[str] | None = None
@@ -216,6 +227,16 @@ class CaptioningParams:
             seeds = getattr(self, key)
             if len(set(seeds)) != len(seeds):
                 raise ValueError(f"{key}: expected no repeated seeds, found {seeds}")
+        for lm, seeds in self.lm_seeds.items():
+            if lm not in self.lms:
+                raise ValueError(f"lm_seeds.{lm}: not one of lms {self.lms}")
+            if not seeds or len(set(seeds)) != len(seeds):
+                raise ValueError(f"lm_seeds.{lm}: expected at least one seed and no repeats, found {seeds}")
+        if self.lr_search_lms is None:
+            self.lr_search_lms = list(self.lms)
+        stray = [lm for lm in self.lr_search_lms if lm not in self.lms]
+        if stray:
+            raise ValueError(f"lr_search_lms: {stray} not in lms {self.lms}")
         for lm, train in self.train.items():  # one device setting: the `compute` section
             if train.device != "cpu":
                 raise ValueError(f"captioning.train.{lm}.device: the device is set by the compute section "
@@ -254,6 +275,10 @@ class CaptioningParams:
                                  f"found {self.decoding_configs}")
         if found.baseline_decoding in found.decoding:
             raise ValueError("findings.decoding: the baseline decoding cannot be compared with itself")
+
+    def seeds_for(self, lm: str) -> list[int]:
+        """The training seeds of ``lm``'s baseline runs: ``lm_seeds[lm]``, else ``noise_seeds``."""
+        return list(self.lm_seeds.get(lm, self.noise_seeds))
 
     def check_lm(self, lm: str) -> None:
         """Raises ValueError when ``lm`` has no model and train config."""

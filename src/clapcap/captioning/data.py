@@ -32,10 +32,22 @@ class CaptionSplit:
     embeds: np.ndarray
     captions: list[list[str]]
 
-    def pairs(self) -> tuple[np.ndarray, list[str]]:
-        """Every (clip row, caption) training pair: rows (M,) int64 and the M captions."""
-        rows = [i for i, caps in enumerate(self.captions) for _ in caps]
-        return np.asarray(rows, dtype=np.int64), [c for caps in self.captions for c in caps]
+    def pairs(self, per_clip: int = 0, *, offset: int = 0) -> tuple[np.ndarray, list[str]]:
+        """(clip row, caption) training pairs: rows (M,) int64 and the M captions.
+
+        ``per_clip`` 0 gives every caption of every clip; k > 0 gives k captions per clip,
+        those at positions ``offset, offset + 1, ...`` (mod the clip's caption count), so
+        consecutive offsets cycle through every caption.
+        """
+        if per_clip < 0:
+            raise ValueError(f"per_clip: expected >= 0, found {per_clip}")
+        if per_clip == 0:
+            chosen = self.captions
+        else:
+            chosen = [[caps[(offset + j) % len(caps)] for j in range(min(per_clip, len(caps)))]
+                      for caps in self.captions]
+        rows = [i for i, caps in enumerate(chosen) for _ in caps]
+        return np.asarray(rows, dtype=np.int64), [c for caps in chosen for c in caps]
 
     def references(self) -> dict[str, list[str]]:
         """``{clip_id: [reference captions]}`` for scoring."""

@@ -9,23 +9,25 @@ system, compared with the two-level bootstrap of
 ==========================================  ==============================================
 finding (id)                                sides
 ==========================================  ==============================================
-``captioning.<lm>.vs_trivial``              LM baseline over ``noise_seeds`` vs the most
+``captioning.<lm>.vs_trivial``              LM baseline over its seeds vs the most
                                             common training caption (fixed, floor 0)
-``captioning.lm.<lm>.vs_<first lm>``        two LM baselines over ``noise_seeds``
+``captioning.lm.<lm>.vs_<first lm>``        two LM baselines, each over its seeds
 ``captioning.arch.<lm>.<variant>``          one-seed variant (the LM's noise floor) vs the
                                             LM baseline over ``noise_seeds``
 ``captioning.decoding.<lm>.<name>``         decoding config vs the baseline decoding, both
                                             on every ``noise_seeds`` checkpoint (paired)
 ``captioning.encoder.default.vs_<enc>``     stage-1 runs over ``encoder_seeds`` (paired;
                                             one seed: the encoder LM's noise floor)
-``captioning.pipeline.<lm>.vs_<ref>``       LM baseline over ``noise_seeds`` vs a fixed
+``captioning.pipeline.<lm>.vs_<ref>``       LM baseline over its seeds vs a fixed
                                             reference captioner (floor 0)
 ==========================================  ==============================================
 
 A fixed system (a constant caption, an off-the-shelf reference captioner) is not trained
 here, so it enters with a noise floor of 0: the claim is about our training against that
 system. A one-seed variant takes the noise floor (std over ``noise_seeds`` of the corpus
-metric) of its LM's baseline. Every claim is the one a reader takes from the tables:
+metric) of its LM's baseline. An LM's seeds are ``noise_seeds``, or ``lm_seeds.<lm>`` where
+given (the pretrained SmolLM2 row runs on fewer seeds in the reduced study); LM baselines
+with different seeds are compared unpaired. Every claim is the one a reader takes from the tables:
 "beats", "is better than", "improves".
 
 Per-clip scores are recomputed from the saved test captions with aac-metrics
@@ -215,9 +217,11 @@ def run_findings(params: CaptioningParams) -> list[dict]:
             or captions whose scores disagree with their result file.
     """
     cfg = params.findings
-    if len(params.noise_seeds) < 2:
-        raise FindingsInputError(f"captioning.noise_seeds {params.noise_seeds}: the findings need at least two "
-                                 "training seeds (one seed says nothing about another training run)")
+    for lm in params.lms:
+        if len(params.seeds_for(lm)) < 2:
+            raise FindingsInputError(f"captioning: the {lm} runs have seeds {params.seeds_for(lm)}; the findings "
+                                     "need at least two training seeds (one seed says nothing about another "
+                                     "training run)")
     manifest = load_dataset(params.dataset_dir).manifest
     refs = load_caption_split(params.dump, manifest, "test", embedding_key=params.embedding_key).references()
     scorer = _Scorer(refs, cfg.metric)

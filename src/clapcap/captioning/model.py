@@ -4,7 +4,10 @@
 A saved captioner is a folder::
 
     captioner.json   the CaptionerConfig (with ``in_dim`` filled in)
-    weights.pt       the module's state dict
+    weights.pt       the module's state dict; without the LM's tensors when the LM is a
+                     pretrained one that was never trained (stage 1 of a pretrained decoder):
+                     it is then loaded from ``pretrained_dir`` (a 135 M-parameter LM would
+                     otherwise be copied into every checkpoint)
     tokenizer/       the tokenizer (``save_pretrained``)
 """
 
@@ -38,11 +41,14 @@ class CaptionerConfig:
 
     ``in_dim`` is 0 in ``params.yaml``: it is filled from the embedding dump. ``tokenizer``
     ``auto`` means ``pretrained`` with a ``pretrained_dir``, else ``bpe``. ``hidden``/``layers``/``heads`` size the small decoder and are
-    ignored with a ``pretrained_dir``.
+    ignored with a ``pretrained_dir``. ``causal`` is a pretrained decoder-only LM (it needs
+    ``pretrained_dir``). ``lm_dtype`` is the LM's weight dtype (the projection stays float32;
+    its output is cast to the LM's dtype).
     """
 
-    decoder: Literal["gpt2", "t5"] = "gpt2"
+    decoder: Literal["gpt2", "t5", "causal"] = "gpt2"
     pretrained_dir: str = ""
+    lm_dtype: Literal["float32", "bfloat16"] = "float32"
     hidden: int = 96
     layers: int = 2
     heads: int = 4
@@ -76,6 +82,8 @@ class ClipCapCaptioner(nn.Module):
         self.projection = PrefixProjection(cfg.in_dim, lm_hidden_size(lm), cfg.prefix_length,
                                            depth=cfg.projection_depth, hidden=cfg.projection_hidden,
                                            dropout=cfg.dropout)
+        # False while a pretrained LM holds exactly its pretrained weights (see save()).
+        self.lm_trained = not cfg.pretrained_dir
 
     @property
     def is_encoder_decoder(self) -> bool:
@@ -86,12 +94,41 @@ class ClipCapCaptioner(nn.Module):
         if embeds.ndim != 2 or embeds.shape[1] != self.cfg.in_dim:
             raise ValueError(f"expected audio embeddings of shape (B, {self.cfg.in_dim}), "
                              f"found {tuple(embeds.shape)}")
-        return self.projection(embeds.to(self.projection.mlp[0].weight.dtype))
+        prefix = self.projection(embeds.to(self.projection.mlp[0].weight.dtype))
+        return prefix.to(self.lm.get_input_embeddings().weight.dtype)
 
     def set_lm_trainable(self, trainable: bool) -> None:
         """Freeze (stage 1) or unfreeze (stage 2) the language model."""
         for p in self.lm.parameters():
             p.requires_grad_(trainable)
+        self.lm_trained = self.lm_trained or trainable
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """The state dict a checkpoint holds: everything, or all but the LM while the LM is
+        an untrained pretrained one (it is reloaded from ``pretrained_dir``)."""
+        state = self.state_dict()
+        if self.lm_trained:
+            return state
+        return {k: v for k, v in state.items() if not k.startswith("lm.")}
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        """Load :meth:`weights` (full, or without the LM's tensors for a pretrained LM).
+
+        Raises:
+            RuntimeError: on missing tensors other than a pretrained LM's, or unexpected ones.
+        """
+        has_lm = any(k.startswith("lm.") for k in state)
+        if not has_lm and not self.cfg.pretrained_dir:
+            raise RuntimeError("checkpoint has no LM weights, and this captioner's LM is not pretrained")
+        if has_lm:
+            self.load_state_dict(state)
+            self.lm_trained = True
+            return
+        result = self.load_state_dict(state, strict=False)
+        missing = [k for k in result.missing_keys if not k.startswith("lm.")]
+        if missing or result.unexpected_keys:
+            raise RuntimeError(f"checkpoint does not match the captioner: missing {missing}, "
+                               f"unexpected {result.unexpected_keys}")
 
     def forward(self, embeds: torch.Tensor, input_ids: torch.Tensor,
                 attention_mask: torch.Tensor) -> torch.Tensor:
@@ -122,7 +159,7 @@ class ClipCapCaptioner(nn.Module):
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.tokenizer.save_pretrained(str(folder / "tokenizer"))
-        save_torch(self.state_dict(), folder / "weights.pt")
+        save_torch(self.weights(), folder / "weights.pt")
         with atomic_path(folder / "captioner.json") as tmp:
             tmp.write_text(json.dumps(dataclasses.asdict(self.cfg), indent=2, allow_nan=False))
         return folder
@@ -143,15 +180,19 @@ def create_captioner(cfg: CaptionerConfig, tokenizer: Any) -> ClipCapCaptioner:
         raise ValueError(f"prefix_length {cfg.prefix_length} + 2 x max_caption_tokens "
                          f"{cfg.max_caption_tokens} exceeds n_positions {cfg.n_positions}")
     lm = build_decoder(cfg.decoder, tokenizer, pretrained_dir=cfg.pretrained_dir, hidden=cfg.hidden,
-                       layers=cfg.layers, heads=cfg.heads, n_positions=cfg.n_positions)
+                       layers=cfg.layers, heads=cfg.heads, n_positions=cfg.n_positions, dtype=cfg.lm_dtype)
     return ClipCapCaptioner(cfg, lm, tokenizer)
 
 
-def load_captioner(folder: str | Path, *, device: str = "cpu") -> ClipCapCaptioner:
+def load_captioner(folder: str | Path, *, device: str = "cpu", lm_dir: str | Path | None = None) -> ClipCapCaptioner:
     """Load a captioner saved by :meth:`ClipCapCaptioner.save`, in eval mode.
 
+    ``lm_dir`` replaces the recorded ``pretrained_dir`` (a served model carries its LM folder
+    as an artifact of its own).
+
     Raises:
-        FileNotFoundError: when ``folder`` lacks ``captioner.json`` or ``weights.pt``.
+        FileNotFoundError: when ``folder`` lacks ``captioner.json`` or ``weights.pt``, or
+            the pretrained LM folder is missing.
     """
 
     folder = Path(folder)
@@ -159,8 +200,20 @@ def load_captioner(folder: str | Path, *, device: str = "cpu") -> ClipCapCaption
         if not (folder / name).is_file():
             raise FileNotFoundError(f"{folder}: not a saved captioner ({name} missing)")
     cfg = from_dict(CaptionerConfig, json.loads((folder / "captioner.json").read_text()))
+    if lm_dir is not None:
+        cfg = dataclasses.replace(cfg, pretrained_dir=str(lm_dir))
     tokenizer = load_pretrained_tokenizer(folder / "tokenizer")
-    # A pretrained decoder is rebuilt from its config only: the weights come from weights.pt.
+    # A pretrained decoder is built from its folder; weights.pt then replaces what was trained.
     model = create_captioner(cfg, tokenizer)
-    model.load_state_dict(torch.load(folder / "weights.pt", map_location=device, weights_only=True))
+    model.load_weights(torch.load(folder / "weights.pt", map_location=device, weights_only=True))
     return model.to(device).eval()
+
+
+def frozen_lm_dir(checkpoint: str | Path) -> str | None:
+    """The pretrained LM folder a saved captioner needs beside its weights (its LM was never
+    trained, so ``weights.pt`` leaves it out), or None when the weights are complete."""
+    cfg = json.loads((Path(checkpoint) / "captioner.json").read_text())
+    if not cfg.get("pretrained_dir"):
+        return None
+    state = torch.load(Path(checkpoint) / "weights.pt", map_location="cpu", weights_only=True, mmap=True)
+    return None if any(k.startswith("lm.") for k in state) else str(cfg["pretrained_dir"])

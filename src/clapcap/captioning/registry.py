@@ -26,10 +26,10 @@ import numpy as np
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.data import dump_encoder_config
-from clapcap.captioning.model import load_captioner
+from clapcap.captioning.model import frozen_lm_dir, load_captioner
 from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import load_dataset
-from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_item_scores
+from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_with_champion
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -87,6 +87,9 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     best, metric = select_champion(candidates(out))
     decoding_path = write_json(out / "champion_decoding.json", best["decoding"])
     artifacts = {"captioner": str(best["checkpoint"]), "decoding": str(decoding_path)}
+    lm_dir = frozen_lm_dir(best["checkpoint"])
+    if lm_dir is not None:  # the checkpoint holds the projection only: the LM travels beside it
+        artifacts["lm"] = lm_dir
     dump = best.get("dump") or params.dump
     encoder = dump_encoder_config(dump)
     if encoder is not None:
@@ -109,7 +112,7 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         decision = register_on_evidence(
             uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-            compare=lambda cand, champ: compare_item_scores(cand, champ, names=("candidate", "champion")))
+            compare=compare_with_champion)
     result = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
               "checkpoint": best["checkpoint"], "model_uri": uri, "version": decision["version"],
               "alias": decision["alias"], "decision": {k: decision[k] for k in

@@ -36,8 +36,8 @@ class CaptionerService:
     """A loaded captioner plus its decoding configuration and (optionally) its audio encoder."""
 
     def __init__(self, folder: str | Path, decoding: DecodingConfig | None = None, encoder: Any = None,
-                 *, compute: Compute | None = None) -> None:
-        self.model = load_captioner(folder, device=or_default(compute).device)
+                 *, compute: Compute | None = None, lm_dir: str | Path | None = None) -> None:
+        self.model = load_captioner(folder, device=or_default(compute).device, lm_dir=lm_dir)
         self.decoding = decoding or DecodingConfig()
         self.encoder = encoder
 
@@ -118,8 +118,9 @@ def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
     """Build the service from MLflow artifacts.
 
     ``captioner`` (folder, required), ``decoding`` (JSON), ``encoder_config`` (JSON of an
-    :class:`~clapcap.encoders.base.EncoderConfig`) and ``encoder`` (the encoder's checkpoint,
-    which replaces the config's ``checkpoint``).
+    :class:`~clapcap.encoders.base.EncoderConfig`), ``encoder`` (the encoder's checkpoint,
+    which replaces the config's ``checkpoint``) and ``lm`` (the pretrained LM folder of a
+    captioner whose weights leave out its never-trained LM).
 
     Raises:
         KeyError: when the ``captioner`` artifact is missing.
@@ -137,4 +138,4 @@ def load_for_pyfunc(artifacts: dict[str, str]) -> CaptionerService:
         if "encoder" in artifacts:
             cfg.checkpoint = artifacts["encoder"]
         encoder = create_encoder(cfg)
-    return CaptionerService(artifacts["captioner"], decoding, encoder, compute=compute)
+    return CaptionerService(artifacts["captioner"], decoding, encoder, compute=compute, lm_dir=artifacts.get("lm"))

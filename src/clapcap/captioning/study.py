@@ -58,10 +58,11 @@ def baseline_run_name(lm: str, seed: int) -> str:
 
 
 def lm_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
-    """The baseline config of ``lm`` at every noise-floor seed (the first seed is the baseline)."""
+    """The baseline config of ``lm`` at each of its seeds (``seeds_for``; the first is the
+    baseline), with the stages of ``train.<lm>.stages``."""
     params.check_lm(lm)
-    return [RunSpec(baseline_run_name(lm, s), "lm", lm, s, dump=params.dump,
-                    embedding_key=params.embedding_key) for s in params.noise_seeds]
+    return [RunSpec(baseline_run_name(lm, s), "lm", lm, s, stages=list(params.train[lm].stages), dump=params.dump,
+                    embedding_key=params.embedding_key) for s in params.seeds_for(lm)]
 
 
 def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
@@ -127,7 +128,8 @@ def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfi
     and finished, the searched learning rates."""
     train = params.train[spec.lm]
     stage1, stage2 = train.stage1, train.stage2
-    chosen = chosen_learning_rates(Path(params.out_dir) / "lr_search" / spec.lm) if params.use_lr_search else None
+    searched = params.use_lr_search and spec.lm in (params.lr_search_lms or [])
+    chosen = chosen_learning_rates(Path(params.out_dir) / "lr_search" / spec.lm) if searched else None
     if chosen:
         stage1 = dataclasses.replace(stage1, lr_projection=chosen["stage1_lr_projection"])
         stage2 = dataclasses.replace(stage2, lr_projection=chosen["stage2_lr_projection"], lr_lm=chosen["stage2_lr_lm"])
@@ -189,7 +191,7 @@ def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
 
 def _seeds_of(params: CaptioningParams, spec: RunSpec) -> list[int]:
     return list(params.encoder_seeds if spec.kind == "encoder" else params.music.seeds if spec.kind == "music" else
-                params.noise_seeds if spec.kind == "lm" else [spec.seed])
+                params.seeds_for(spec.lm) if spec.kind == "lm" else [spec.seed])
 
 
 def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str, decoding: DecodingConfig,
@@ -298,7 +300,7 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
 
 
 def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
-    """Mean and sample std over the noise seeds of every test metric of ``lm``'s baseline.
+    """Mean and sample std over the seeds (``seeds_for``) of every test metric of ``lm``'s baseline.
 
     Returns:
         ``{"lm", "seeds", "metrics": {metric: {"mean", "std", "values"}}}`` (also written
@@ -311,7 +313,8 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
         values = [r["test"]["corpus"][m] for r in records]
         metrics[m] = {"mean": statistics.fmean(values),
                       "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
-    result = {"lm": lm, "seeds": list(params.noise_seeds), "metrics": metrics,
+    result = {"lm": lm, "seeds": params.seeds_for(lm), "stages": list(params.train[lm].stages),
+              "pretrained": bool(params.models[lm].pretrained_dir), "metrics": metrics,
               "primary": records[0]["test"].get("primary")}
     write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
     _log_noise_floor(params, lm_specs(params, lm)[0], metrics)
@@ -321,7 +324,7 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
 def _log_noise_floor(params: CaptioningParams, spec: RunSpec, metrics: dict[str, Any]) -> None:
     """Mean and std (the noise floor) over the seeds, on the seed group's parent run:
     ``test/<metric>_mean``, ``test/<metric>_std``."""
-    group = _seed_group(params, spec, "baseline", list(params.noise_seeds))
+    group = _seed_group(params, spec, "baseline", params.seeds_for(spec.lm))
     if group is None:
         return
     from clapcap import tracking
@@ -354,6 +357,8 @@ def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None 
     and ``val/loss``); a finished search opens no run."""
 
     params.check_lm(lm)
+    if lm not in (params.lr_search_lms or []):
+        raise ValueError(f"lr search: {lm} is not one of captioning.lr_search_lms {params.lr_search_lms}")
     out = Path(params.out_dir) / "lr_search" / lm
     track = params.track and not (out / "best.json").is_file()
     from clapcap import tracking
@@ -404,7 +409,7 @@ def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
     return jobs
 
 
-def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, name: str | None = None,
+def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | None = None, name: str | None = None,
                  seed: int | None = None, compute: Compute | None = None) -> list[dict[str, Any]]:
     """Run the configurations of one ablation, optionally narrowed to one.
 
@@ -412,7 +417,7 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
     ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows), ``music``
     (``name`` = a ``music.encoders`` key; ``seed`` narrows),
     ``decoding`` (``name`` = decoding config; ``seed`` = the checkpoint's noise seed, see
-    :func:`decoding_jobs`). ``lm`` defaults to every LM (``encoder_lm`` for encoders).
+    :func:`decoding_jobs`). ``lm`` (one, or a list) defaults to every LM (``encoder_lm`` for encoders).
 
     Returns:
         The records of the runs.
@@ -421,7 +426,7 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | None = None, 
         ValueError: on an unknown kind, or a name/seed that selects nothing.
     """
     compute = or_default(compute)
-    lms = [lm] if lm else list(params.lms)
+    lms = [lm] if isinstance(lm, str) else list(lm or params.lms)
     if kind == "decoding":
         return [evaluate_decoding(params, m, n, s, compute=compute)
                 for m, n, s in decoding_jobs(params, lms, name, seed)]

@@ -72,8 +72,9 @@ def _batches(n: int, batch_size: int, seed: int) -> list[np.ndarray]:
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
-def _mean_loss(model: ClipCapCaptioner, split: CaptionSplit, batch_size: int, zero_audio: bool = False) -> float:
-    rows, caps = split.pairs()
+def _mean_loss(model: ClipCapCaptioner, split: CaptionSplit, batch_size: int, zero_audio: bool = False,
+               per_clip: int = 0) -> float:
+    rows, caps = split.pairs(per_clip)  # a fixed subset (offset 0): comparable across epochs
     model.eval()
     total, count = 0.0, 0
     with torch.no_grad():
@@ -88,12 +89,14 @@ def _mean_loss(model: ClipCapCaptioner, split: CaptionSplit, batch_size: int, ze
 
 def _train_epoch(model: ClipCapCaptioner, opt: torch.optim.Optimizer, split: CaptionSplit,
                  cfg: TrainConfig, seed: int, desc: str, progress: bool, zero_audio: bool = False,
-                 compute: Compute | None = None) -> float:
+                 compute: Compute | None = None, epoch: int = 0) -> float:
     """One epoch; the forward pass under ``compute.autocast()`` (bf16 on CUDA when asked), the
     backward pass and the optimizer step outside it. Batches reach the model's device in
-    :meth:`ClipCapCaptioner.loss_on_captions`. Returns the mean training loss."""
+    :meth:`ClipCapCaptioner.loss_on_captions`. With ``cfg.captions_per_clip`` k > 0 the epoch
+    takes k captions of each clip, the next k in the following epoch (``epoch``, from 1).
+    Returns the mean training loss."""
     autocast = compute.autocast if compute is not None else contextlib.nullcontext
-    rows, caps = split.pairs()
+    rows, caps = split.pairs(cfg.captions_per_clip, offset=(epoch - 1) * cfg.captions_per_clip)
     torch.manual_seed(seed)  # dropout masks of this epoch
     params = [p for g in opt.param_groups for p in g["params"]]
     losses = []
@@ -137,7 +140,7 @@ def pretrain_lm(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: 
     for epoch in range(cfg.lm_pretrain_epochs):
         loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + epoch,
                             f"lm warm-up {epoch + 1}/{cfg.lm_pretrain_epochs}", progress, zero_audio=True,
-                            compute=compute)
+                            compute=compute, epoch=epoch + 1)
         logger.info("lm warm-up epoch %d: train loss %.4f", epoch + 1, loss)
     save_torch(model.lm.state_dict(), path)
     return path
@@ -156,7 +159,7 @@ def _resume(folder: Path, model: ClipCapCaptioner, opt: torch.optim.Optimizer) -
     last = folder / "last.pt"
     if last.is_file():
         ckpt = torch.load(last, map_location="cpu", weights_only=False)
-        model.load_state_dict(ckpt["model"])
+        model.load_weights(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         state = ckpt["state"]
         logger.info("%s: resuming after epoch %d", folder, state["epoch"])
@@ -174,7 +177,7 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
     """
     folder = Path(folder)
     if (folder / "result.json").is_file():  # finished: continue from its best weights
-        model.load_state_dict(torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True))
+        model.load_weights(torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True))
         return read_json(folder / "result.json")
     st: StageConfig = getattr(cfg, f"stage{stage}")
     opt = _optimizer(model, stage, st)
@@ -185,19 +188,20 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
         if stage == 1:
             model.lm.eval()  # frozen LM: deterministic
         train_loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + stage * 100 + epoch,
-                                  f"stage {stage} epoch {epoch}/{st.epochs}", progress, compute=compute)
-        val_loss = _mean_loss(model, data.val, cfg.batch_size)
+                                  f"stage {stage} epoch {epoch}/{st.epochs}", progress, compute=compute,
+                                  epoch=epoch)
+        val_loss = _mean_loss(model, data.val, cfg.batch_size, per_clip=cfg.captions_per_clip)
         state["history"].append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss})
         if val_loss < state["best_val_loss"]:
             state["best_epoch"], state["best_val_loss"] = epoch, val_loss
             model.save(folder / "best")
         state["epoch"], state["seconds"] = epoch, state["seconds"] + time.perf_counter() - start
-        save_torch({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state}, folder / "last.pt")
+        save_torch({"model": model.weights(), "optimizer": opt.state_dict(), "state": state}, folder / "last.pt")
         if on_epoch_end is not None:
             on_epoch_end(stage, epoch, {"train_loss": train_loss, "val_loss": val_loss})
         logger.info("stage %d epoch %d: train %.4f val %.4f", stage, epoch, train_loss, val_loss)
     best = torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True)
-    model.load_state_dict(best)
+    model.load_weights(best)
     result = {"stage": stage, "history": state["history"], "best_epoch": state["best_epoch"],
               "best_val_loss": state["best_val_loss"], "checkpoint": str(folder / "best"),
               "seconds": round(state["seconds"], 3), "config": dataclasses.asdict(st)}
@@ -226,7 +230,8 @@ def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, tokenizer: Any, d
                        "batch_size": cfg.batch_size, "epochs": cfg.lm_pretrain_epochs, "lr": cfg.lm_pretrain_lr,
                        "grad_clip": cfg.grad_clip, "device": cfg.device, "torch_threads": cfg.torch_threads,
                        "train_captions": data.train.captions, "tokenizer": _tokenizer_content(tokenizer),
-                       **({"precision": precision} if precision != "fp32" else {})})
+                       **({"precision": precision} if precision != "fp32" else {}),
+                       **({"captions_per_clip": cfg.captions_per_clip} if cfg.captions_per_clip else {})})
     return Path(cache_dir) / f"lm_{key[:16]}.pt"
 
 

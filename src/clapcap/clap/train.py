@@ -458,13 +458,13 @@ def register(uri: str, params: TrainClapParams, scores: dict[str, Any]) -> dict[
     Returns:
         The decision of :func:`clapcap.tracking.promotion.register_on_evidence`.
     """
-    from clapcap.retrieval.item_scores import compare_item_scores
+    from clapcap.retrieval.item_scores import compare_with_champion
     from clapcap.tracking.promotion import register_on_evidence
 
     decision = register_on_evidence(
         uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE,
         alias=params.alias,
-        compare=lambda cand, champ: compare_item_scores(cand, champ, names=("candidate", "champion")))
+        compare=compare_with_champion)
     logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
                 decision["alias"], decision["reason"])
     return decision

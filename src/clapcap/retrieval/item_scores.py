@@ -131,3 +131,9 @@ def compare_item_scores(a: Mapping[str, Any], b: Mapping[str, Any], *, metric: s
     row = row["median_rank" if name == "rank" else name]
     return {"metric": metric, "split": a["split"], "n_items": len(a["items"][group]), **row,
             "n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+
+
+def compare_with_champion(candidate: Mapping[str, Any], champion: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`compare_item_scores` of a registration candidate against the current champion
+    (primary metric, default bootstrap): the ``compare`` of every evidence-based promotion."""
+    return compare_item_scores(candidate, champion, names=("candidate", "champion"))

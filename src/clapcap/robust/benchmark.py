@@ -368,12 +368,12 @@ def _promote(uri: str, params: RobustBenchParams, scores: dict[str, Any]) -> dic
     """Register a new version; ``@champion`` moves to it only when there is none, or when it
     beats the current champion on ``register_metric`` of ``register_benchmark`` (paired
     bootstrap, one-sided p < 0.05); otherwise it is ``@challenger`` (docs/tracking.md)."""
-    from clapcap.retrieval.item_scores import compare_item_scores
+    from clapcap.retrieval.item_scores import compare_with_champion
     from clapcap.tracking.promotion import register_on_evidence
 
     decision = register_on_evidence(
         uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-        compare=lambda cand, champ: compare_item_scores(cand, champ, names=("candidate", "champion")))
+        compare=compare_with_champion)
     logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
                 decision["alias"], decision["reason"])
     return {"version": decision["version"], "alias": decision["alias"], "promotion": decision["reason"],

