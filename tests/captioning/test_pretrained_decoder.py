@@ -161,3 +161,24 @@ def test_lr_search_refuses_an_lm_outside_lr_search_lms():
 
     with pytest.raises(ValueError, match="lr_search_lms"):
         run_lr_search(_params(lr_search_lms=["gpt2"], track=False), "smol")
+
+
+def test_served_captioner_takes_its_lm_from_the_lm_artifact(llama_dir, tmp_path):
+    """A registered champion of a frozen pretrained LM carries the LM folder as its ``lm``
+    artifact: the service loads from there, whatever folder the run recorded."""
+    import shutil
+
+    from clapcap.captioning.serving import load_for_pyfunc
+
+    moved = tmp_path / "artifacts" / "lm"
+    shutil.copytree(llama_dir, moved)
+    recorded = tmp_path / "gone"
+    tok = load_pretrained_tokenizer(moved)
+    model = create_captioner(causal(moved, lm_dtype="bfloat16"), tok)
+    model.cfg = dataclasses.replace(model.cfg, pretrained_dir=str(recorded))  # the run's folder, absent here
+    model.save(tmp_path / "captioner")
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_captioner(tmp_path / "captioner")
+    service = load_for_pyfunc({"captioner": str(tmp_path / "captioner"), "lm": str(moved)})
+    captions = service.predict(np.random.default_rng(0).standard_normal((2, 12)).astype(np.float32))
+    assert len(captions) == 2 and all(isinstance(c, str) for c in captions)
