@@ -1,16 +1,16 @@
-"""DVC stage `train_clap`: train the tiny default CLAP (params.yaml `train_clap`)."""
+"""DVC stage `train_clap`: train the default CLAP (params.yaml `train_clap`: the MiniLM text tower)."""
 
 import sys
 
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.train import run_train_clap
+from clapcap.clap.default import run_default_clap
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
 
 
 def main() -> int:
-    run_train_clap(load_section(TrainClapParams, "train_clap"), compute=load_compute())
+    run_default_clap(load_section(TrainClapParams, "train_clap"), compute=load_compute())
     return 0
 
 

@@ -13,8 +13,8 @@ import yaml
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.study import encoder_specs
+from clapcap.clap.variants import ClapVariantStudy
 from clapcap.config import ConfigError, load_section
-from clapcap.pretrained.minilm_train import MiniLMClapStudy
 from clapcap.repro import apply_study, study_overrides
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def test_params_yaml_is_the_reduced_study_and_the_switch_is_reversible(project):
     touched = {"study", *(k.split(".")[0] for k in full)}  # the other sections stay as they are
     assert {k: v for k, v in switched.items() if k not in touched} == \
         {k: v for k, v in params.items() if k not in touched}
-    assert {"captioning", "clap_minilm", "embed", "robust_train", "robust_control"} <= touched
+    assert {"captioning", "clap_variants", "train_clap", "embed", "robust_train", "robust_control"} <= touched
     apply_study(project, "reduced")
     assert (project / "params.yaml").read_text() == committed  # byte for byte: comments and layout kept
 
@@ -58,14 +58,14 @@ def test_both_studies_load_as_typed_params(project):
     for study in ("full", "reduced"):
         apply_study(project, study)
         cap = load_section(CaptioningParams, "captioning", project / "params.yaml")
-        minilm = load_section(MiniLMClapStudy, "clap_minilm", project / "params.yaml")
+        variants = load_section(ClapVariantStudy, "clap_variants", project / "params.yaml")
         if study == "full":
             assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
             assert len(encoder_specs(cap)) == 9
-            assert set(minilm.variants) == {"frozen", "top2"}
+            assert set(variants.variants) == {"frozen", "scratch"}
         else:
             assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
-            assert set(minilm.variants) == {"top2"}
+            assert variants.variants == {}
             assert cap.encoder_seeds == [] and not encoder_specs(cap)
 
 
@@ -79,24 +79,24 @@ def test_the_full_study_adds_dvc_stages(project):
         return set(out.split())
 
     reduced = stages()
-    assert {"caption_arch@gpt2-prefix_length4", "caption_arch@gpt2-projection_depth1",
-            "train_clap_minilm@top2"} <= reduced
-    assert not {"caption_arch@t5-prefix_length4", "train_clap_minilm@frozen"} & reduced
+    assert {"caption_arch@gpt2-prefix_length4", "caption_arch@gpt2-projection_depth1", "train_clap"} <= reduced
+    assert not {"caption_arch@t5-prefix_length4", "train_clap_variant@frozen"} & reduced
     apply_study(project, "full")
     encoder_rows = {f"caption_encoder@{e}-{s}" for e in ("default", "frames_w2v", "logmel") for s in range(3)}
     variants = ["prefix_length4", "prefix_length16", "dropout0.3", "dropout0.5", "projection_depth1",
                 "projection_depth3"]
     arch = {f"caption_arch@{lm}-{v}" for lm in ("gpt2", "t5") for v in variants} - reduced
-    assert stages() - reduced == {"train_clap_minilm@frozen", "evaluate_clap_minilm@frozen",
+    assert stages() - reduced == {"train_clap_variant@frozen", "evaluate_clap_variant@frozen",
+                                  "train_clap_variant@scratch", "evaluate_clap_variant@scratch",
                                   "embed@frames_w2v-corpus", "caption_smollm2@2", *encoder_rows, *arch}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
     kept = project / "results/captioning/results/t5_seed0.json"
-    for path in (extra, kept, project / "models/clap_minilm_frozen/model/config.json"):
+    for path in (extra, kept, project / "models/clap_frozen/model/config.json"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
     apply_study(project, "reduced")
-    assert not extra.exists() and not (project / "models/clap_minilm_frozen/model").exists()
+    assert not extra.exists() and not (project / "models/clap_frozen/model").exists()
     assert kept.exists()
 
 

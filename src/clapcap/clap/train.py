@@ -408,13 +408,14 @@ def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str 
                                  dataset=dataset_fingerprint(cfg.dataset_dir))
 
 
-def run_train_clap(params: TrainClapParams, *, progress: bool = True,
+def run_train_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
                    compute: Compute | None = None) -> TrainClapResult:
     """:func:`train_clap` inside one MLflow run (when ``params.track``): params, provenance,
     per-epoch metrics (``train/loss``, ``val/t2a/r10`` with ``step=``), the result file, the
     model, its test item scores, and a registration as ``registered_model`` that moves
     ``@champion`` only on evidence (:func:`clapcap.tracking.promotion.register_on_evidence`).
-    A training that is skipped (its result exists) opens no run.
+    A training that is skipped (its result exists) opens no run. ``variant`` names the run
+    ``clap_<variant>`` instead of ``default_clap``.
 
     Returns:
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
@@ -427,7 +428,8 @@ def run_train_clap(params: TrainClapParams, *, progress: bool = True,
     from clapcap import tracking
 
     run_params = {**to_dict(params), "compute": compute.to_dict()}
-    name = tracking.run_name("retrieval", "default_clap", sha256_json(to_dict(params))[:8], params.seed)
+    label = f"clap_{variant}" if variant else "default_clap"
+    name = tracking.run_name("retrieval", label, sha256_json(to_dict(params))[:8], params.seed)
     with tracking.tracked("train_clap", experiment="clapcap-retrieval", name=name, params=run_params,
                           dataset_dir=params.dataset_dir):
         res = train_clap(params, progress=progress, compute=compute, on_epoch_end=_log_epoch)

@@ -61,13 +61,13 @@ def _identity_check(args: argparse.Namespace) -> int:
 
 def _train_clap(args: argparse.Namespace) -> int:
     from clapcap.clap.config import TrainClapParams
-    from clapcap.clap.train import run_train_clap
+    from clapcap.clap.default import run_default_clap
     from clapcap.config import load_section
 
     params = load_section(TrainClapParams, "train_clap", args.params)
     if args.no_track:
         params.track = False
-    res = run_train_clap(params, compute=compute_of(args))
+    res = run_default_clap(params, compute=compute_of(args))
     print(json.dumps({"model_dir": res.model_dir, "val": res.val, "skipped": res.skipped}, indent=2))
     return 0
 
@@ -101,6 +101,6 @@ def register_commands(group: Any) -> None:
                     "laion_clap vs converted HF on the same clips (params.yaml checkpoint_identity)")
     p.add_argument("--params", default="params.yaml")
 
-    p = add_command(group, "train-clap", _train_clap, "train the tiny default CLAP (params.yaml train_clap)")
+    p = add_command(group, "train-clap", _train_clap, "train the default CLAP (params.yaml train_clap)")
     p.add_argument("--params", default="params.yaml")
     p.add_argument("--no-track", action="store_true", help="skip MLflow logging and registration")

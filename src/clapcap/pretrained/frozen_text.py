@@ -10,14 +10,24 @@ Hand-written: neither transformers nor PEFT caches a frozen prefix's activations
 
 Training with the cache differs from training without it in one way: the frozen layers run
 without dropout (docs/encoders.md). Everything after them is the model's own forward pass.
+
+With ``store`` (a folder) the computed outputs also go to disk, in a file named by a hash of
+the frozen layers' weights, and a later block with the same frozen layers reads them back:
+the fine-tunes of one base model (RobustCLAP, its control, the seed study) and a rerun after
+a crash compute each text once.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 _CHUNK = 64
 
@@ -76,8 +86,42 @@ def _lookup_module(frozen: Any, n_frozen: int, pad_id: int) -> Any:
     return FrozenBottom()
 
 
+def frozen_key(tower: Any, n_frozen: int) -> str:
+    """Hash of what decides the frozen layers' output: the embeddings' and the bottom
+    ``n_frozen`` layers' weights (names, shapes, bytes), and the padding id."""
+    digest = hashlib.sha256(f"{n_frozen}:{tower.config.pad_token_id}".encode())
+    prefixes = ("embeddings.", *(f"encoder.layer.{i}." for i in range(n_frozen)))
+    for name, tensor in sorted(tower.state_dict().items()):
+        if name.startswith(prefixes):
+            digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _load_store(path: Path) -> dict[tuple[int, ...], Any]:
+    import torch
+
+    if not path.is_file():
+        return {}
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+        return {tuple(k): v for k, v in zip(data["keys"], data["values"], strict=True)}
+    except Exception as err:  # a damaged file is recomputed, never trusted
+        logger.warning("%s: unreadable frozen-text store (%s): recomputed", path, err)
+        return {}
+
+
+def _save_store(path: Path, memo: dict[tuple[int, ...], Any]) -> None:
+    import torch
+
+    from clapcap.utils.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        torch.save({"keys": [list(k) for k in memo], "values": [v.cpu() for v in memo.values()]}, tmp)
+
+
 @contextmanager
-def cached_frozen_bottom(model: Any, trainable_layers: int) -> Iterator[int]:
+def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path | None = None) -> Iterator[int]:
     """Run ``model``'s text tower with its frozen bottom layers cached, inside the block.
 
     ``model`` is a ``ClapModel`` whose text tower has ``trainable_layers`` trainable top layers
@@ -86,6 +130,9 @@ def cached_frozen_bottom(model: Any, trainable_layers: int) -> Iterator[int]:
     output of the frozen layers and ``encoder.layer`` holds the trainable ones only, so
     ``state_dict()`` has the trainable layers under new indices; on exit the tower is
     restored, with the trained layers in place.
+
+    ``store``: a folder for ``frozen_text_<hash>.pt`` (see the module docstring): read on
+    entry, written on exit (also when the block raises) when new texts were computed.
 
     Yields:
         The number of cached (frozen) layers; 0 when nothing is cached.
@@ -102,9 +149,17 @@ def cached_frozen_bottom(model: Any, trainable_layers: int) -> Iterator[int]:
     for p in frozen.parameters():
         p.requires_grad_(False)
     embeddings = tower.embeddings
-    tower.embeddings = _lookup_module(frozen, n_frozen, int(tower.config.pad_token_id))
+    lookup = _lookup_module(frozen, n_frozen, int(tower.config.pad_token_id))
+    path = Path(store) / f"frozen_text_{frozen_key(frozen, n_frozen)[:16]}.pt" if store else None
+    if path is not None:
+        lookup._memo.update(_load_store(path))
+        logger.info("%s: %d texts' frozen-layer outputs read back", path, len(lookup._memo))
+    n_stored = len(lookup._memo)
+    tower.embeddings = lookup
     tower.encoder.layer = torch.nn.ModuleList(list(layers)[n_frozen:])
     try:
         yield n_frozen
     finally:
         tower.embeddings, tower.encoder.layer = embeddings, layers
+        if path is not None and len(lookup._memo) > n_stored:
+            _save_store(path, lookup._memo)

@@ -25,6 +25,7 @@ or not at all (``text_trainable_layers: 0``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,19 @@ def set_text_trainable(model: Any, layers: int) -> list[Any]:
         for p in tower.pooler.parameters():
             p.requires_grad = True
     return [p for p in tower.parameters() if p.requires_grad]
+
+
+def text_param_groups(text_lr: float) -> Callable[[Any], list[dict[str, Any]]]:
+    """AdamW parameter groups for :func:`clapcap.clap.train.fit`: the text tower's trainable
+    parameters at ``text_lr``, everything else at the optimizer's own learning rate."""
+
+    def groups(model: Any) -> list[dict[str, Any]]:
+        text = {id(p) for p in model.text_model.parameters()}
+        rest = [p for p in model.parameters() if id(p) not in text]
+        trainable_text = [p for p in model.text_model.parameters() if p.requires_grad]
+        out = [{"params": rest}]
+        if trainable_text:
+            out.append({"params": trainable_text, "lr": text_lr})
+        return out
+
+    return groups

@@ -1,9 +1,9 @@
 """Training and evaluation of the MiniLM-text-tower CLAP (:mod:`clapcap.pretrained.minilm_clap`).
 
-:func:`train_minilm_clap` is the default CLAP's loop (:func:`clapcap.clap.train.fit`) with the
+:func:`train_minilm_clap` is the CLAP training loop (:func:`clapcap.clap.train.fit`) with the
 text tower at its own learning rate or frozen; :func:`run_train_minilm_clap` wraps it in one
-MLflow run with a registration on evidence; :class:`MiniLMClapStudy` holds the variants
-(params.yaml ``clap_minilm``) and :func:`evaluate_variant` tests one against the default CLAP.
+MLflow run with a registration on evidence. The ``train_clap`` stage reaches it through
+:func:`clapcap.clap.default.run_default_clap` (``text_tower: minilm``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,12 @@ from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError, to_dict
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.pretrained.frozen_text import cached_frozen_bottom
-from clapcap.pretrained.minilm_clap import TEXT_TOWER, build_minilm_clap, set_text_trainable
+from clapcap.pretrained.minilm_clap import (
+    TEXT_TOWER,
+    build_minilm_clap,
+    set_text_trainable,
+    text_param_groups,
+)
 from clapcap.utils.io import sha256_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -80,18 +85,6 @@ def text_dir_of(params: MiniLMClapParams) -> Path:
     from clapcap.pretrained.assets import minilm_dir
 
     return minilm_dir()
-
-
-def _param_groups(text_lr: float):
-    def groups(model: Any) -> list[dict[str, Any]]:
-        text = {id(p) for p in model.text_model.parameters()}
-        rest = [p for p in model.parameters() if id(p) not in text]
-        trainable_text = [p for p in model.text_model.parameters() if p.requires_grad]
-        out = [{"params": rest}]
-        if trainable_text:
-            out.append({"params": trainable_text, "lr": text_lr})
-        return out
-    return groups
 
 
 _UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", "dataset_dir", "collapse_alpha",
@@ -148,14 +141,14 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
                             column=col)
 
     # The frozen bottom of the text tower runs once per caption (clapcap.pretrained.frozen_text).
-    with cached_frozen_bottom(model, params.text_trainable_layers) as n_cached:
+    with cached_frozen_bottom(model, params.text_trainable_layers, store=out_dir / "cache") as n_cached:
         logger.info("text tower: %d frozen layer(s) computed once per caption", n_cached)
         history = fit(model, make_batches=make_batches, epochs=params.epochs,
                       checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
                       weight_decay=params.weight_decay, warmup_steps=params.warmup_steps, signature=sig,
                       evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
                       on_epoch_end=on_epoch_end, progress=progress, compute=compute,
-                      param_groups=_param_groups(params.text_lr))
+                      param_groups=text_param_groups(params.text_lr))
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
     sidecar = {"mel_floor_db": params.audio.mel_floor_db, "tiny_config": asdict(params.audio),
                "text_tower": TEXT_TOWER, "text_trainable_layers": params.text_trainable_layers}
@@ -219,69 +212,3 @@ def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progre
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         register(uri, params, scores)  # reads registered_model and alias only
     return res
-
-
-@dataclass
-class MiniLMClapStudy:
-    """Section ``clap_minilm``: the MiniLM-text-tower CLAP trained in ``variants`` (each a set of
-    :class:`MiniLMClapParams` overrides of ``train``, written to ``<train.out_dir>_<variant>``),
-    each evaluated on ``split`` and compared, paired, with ``baseline_dump`` (the default CLAP)."""
-
-    train: MiniLMClapParams = field(default_factory=MiniLMClapParams)
-    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
-    split: str = "test"
-    dump_dir: str = "data/embeddings"
-    dataset: str = "corpus"
-    baseline: str = "default_clap"
-    baseline_dump: str = "data/embeddings/default_clap/corpus/test.npz"
-    metrics_dir: str = "metrics/clap_minilm"
-    n_resamples: int = 1000
-    seed: int = 0
-
-    def params_for(self, variant: str) -> MiniLMClapParams:
-        """``train`` with ``variants[variant]`` applied, its out_dir suffixed by the variant.
-
-        Raises:
-            ConfigError: naming an unknown variant or an unknown field of a variant.
-        """
-        if variant not in self.variants:
-            raise ConfigError(f"clap_minilm.variants has no {variant!r}; known: {sorted(self.variants)}")
-        fields = set(MiniLMClapParams.__dataclass_fields__)
-        unknown = sorted(set(self.variants[variant]) - fields)
-        if unknown:
-            raise ConfigError(f"clap_minilm.variants.{variant}: unknown field(s) {unknown}")
-        base = {k: getattr(self.train, k) for k in fields}
-        return MiniLMClapParams(**{**base, **self.variants[variant], "out_dir": f"{self.train.out_dir}_{variant}"})
-
-
-def evaluate_variant(study: MiniLMClapStudy, variant: str, *, progress: bool = True,
-                     compute: Compute | None = None) -> dict[str, Any]:
-    """Embed ``study.split`` with a trained variant (the ``hf_clap`` backend, the standard dump),
-    evaluate it with bootstrap CIs, and compare it paired with the baseline dump (A = this
-    variant, B = the baseline).
-
-    Writes ``<metrics_dir>/clap_minilm_<variant>__<dataset>__<split>.json`` and
-    ``<metrics_dir>/clap_minilm_<variant>_vs_<baseline>.json``.
-
-    Returns:
-        ``{"metrics": ..., "vs_baseline": ...}``.
-    """
-    from clapcap.encoders.base import EncoderConfig
-    from clapcap.encoders.embed import dump_path, embed_dataset
-    from clapcap.retrieval.evaluate import compare_files, evaluate_file
-
-    params = study.params_for(variant)
-    name = f"clap_minilm_{variant}"
-    cfg = EncoderConfig(name=name, backend="hf_clap", checkpoint=str(Path(params.out_dir) / "model"), batch_size=32)
-    dump = embed_dataset(cfg, params.dataset_dir, study.split,
-                         dump_path(study.dump_dir, name, study.dataset, study.split), progress=progress,
-                         compute=compute)
-    out = Path(study.metrics_dir)
-    metrics = evaluate_file(dump, out / f"{name}__{study.dataset}__{study.split}.json",
-                            bootstrap=study.n_resamples, seed=study.seed)
-    versus = compare_files(dump, study.baseline_dump, out / f"{name}_vs_{study.baseline}.json",
-                           n_resamples=study.n_resamples, seed=study.seed)
-    diff = versus["t2a"]["r@10"]
-    logger.info("%s: test t2a r@10 %.3f; minus %s: %+.3f [%+.3f, %+.3f], p = %.3g", name, metrics["t2a"]["r@10"],
-                study.baseline, diff["difference"], diff["ci"]["low"], diff["ci"]["high"], diff["p_value"])
-    return {"metrics": metrics, "vs_baseline": versus}

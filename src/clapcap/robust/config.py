@@ -40,6 +40,11 @@ class RobustTrainParams:
             *train* captions and views that the tokenizer lacks, so view-2 words are not
             ``<unk>`` (a subword tokenizer needs nothing; ignored there).
         freeze_audio: train only the text tower, projections and logit scales.
+        text_trainable_layers: how much of the base's text tower trains: -1 all of it (the
+            tiny word-level CLAP), 0 none (frozen, its output computed once per text), k the top
+            k layers and the pooler (the frozen layers below computed once per text:
+            :mod:`clapcap.pretrained.frozen_text`).
+        text_lr: the learning rate of the trainable text layers; None = ``lr``.
         collapse_alpha: fail (``TrainingCollapsed``) unless validation text-to-audio MRR on the
             captions beats chance in a one-sided permutation test at this level
             (:mod:`clapcap.clap.collapse`); 0 turns the check off.
@@ -60,11 +65,20 @@ class RobustTrainParams:
     data_fraction: float = 1.0
     extend_vocab: bool = True
     freeze_audio: bool = False
+    text_trainable_layers: int = -1
+    text_lr: float | None = None
     eval_split: str = "val"
     collapse_alpha: float = 0.01
     track: bool = True
     experiment: str = "clapcap-robust"
     feature_cache: str = ""
+
+    def __post_init__(self) -> None:
+        if self.text_trainable_layers < -1:
+            raise ValueError(f"robust_train.text_trainable_layers: expected -1 (all), 0 (frozen) or a layer "
+                             f"count, found {self.text_trainable_layers}")
+        if self.text_lr is not None and self.text_lr <= 0:
+            raise ValueError(f"robust_train.text_lr: expected a value > 0 or null (= lr), found {self.text_lr}")
 
 
 @dataclass

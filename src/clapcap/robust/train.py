@@ -28,6 +28,8 @@ from clapcap.clap.train import check_collapse, embed_cache, fit, t2a_recall
 from clapcap.compute import Compute, full_precision, or_default
 from clapcap.config import from_dict, to_dict
 from clapcap.data.prepare import load_dataset
+from clapcap.pretrained.frozen_text import cached_frozen_bottom
+from clapcap.pretrained.minilm_clap import set_text_trainable, text_param_groups
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
@@ -197,8 +199,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
                              mel_floor_db=sidecar.get("mel_floor_db"))
     manifest = load_dataset(params.paraphrase_dir).manifest
     caches = {}
+    cache_dir = Path(params.feature_cache) if params.feature_cache else out_dir / "cache"
     for split in ("train", params.eval_split):
-        cache_dir = Path(params.feature_cache) if params.feature_cache else out_dir / "cache"
         cache = cache_features(fe, prep, params.paraphrase_dir, split, cache_dir / f"{split}.npz", progress=progress)
         caches[split] = attach_views(cache, manifest)
     train, val = caches["train"], caches[params.eval_split]
@@ -208,12 +210,21 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         texts = [t for col in ("captions", *VIEW_COLUMNS) for i in clips for t in train.captions[col][i] if t]
         tokenizer, added = extend_vocabulary(model, tokenizer, texts)
         logger.info("vocabulary: %d words added from train captions and views", len(added))
-    history = fit(model, make_batches=_batches_fn(params, train, tokenizer, clips), epochs=params.epochs,
-                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
-                  weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
-                  loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
-                  on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute),
-                  compute=compute)
+    groups = None
+    if params.text_trainable_layers >= 0:  # a pretrained tower: freeze all but its top layers
+        n_text = sum(p.numel() for p in set_text_trainable(model, params.text_trainable_layers))
+        groups = text_param_groups(params.lr if params.text_lr is None else params.text_lr)
+        logger.info("text tower: %d parameters trained (text_trainable_layers=%d)", n_text,
+                    params.text_trainable_layers)
+    # The frozen bottom of the text tower runs once per text (a no-op with -1: all of it trains).
+    with cached_frozen_bottom(model, params.text_trainable_layers, store=cache_dir) as n_cached:
+        logger.info("text tower: %d frozen layer(s) computed once per text", n_cached)
+        history = fit(model, make_batches=_batches_fn(params, train, tokenizer, clips), epochs=params.epochs,
+                      checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
+                      weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
+                      loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
+                      on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute),
+                      compute=compute, param_groups=groups)
     final = history[-1]
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)

@@ -1,0 +1,28 @@
+"""DVC stage `evaluate_clap_variant@<variant>`: test-split retrieval of one trained variant of the
+default CLAP, with bootstrap CIs, and its paired difference from the default CLAP (params.yaml
+`clap_variants`).
+
+  python pipelines/evaluate_clap_variant.py scratch
+"""
+
+import argparse
+import sys
+
+from clapcap.clap.config import TrainClapParams
+from clapcap.clap.variants import ClapVariantStudy, evaluate_variant
+from clapcap.compute import load_compute
+from clapcap.config import load_section
+from clapcap.entry import run_entry
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variant", help="a key of clap_variants.variants")
+    args = parser.parse_args()
+    evaluate_variant(load_section(ClapVariantStudy, "clap_variants"), load_section(TrainClapParams, "train_clap"),
+                     args.variant, compute=load_compute())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_entry(main))

@@ -1,0 +1,29 @@
+"""DVC stage `train_clap_variant@<variant>`: train one variant of the default CLAP (params.yaml
+`clap_variants.variants`: overrides of `train_clap`).
+
+  python pipelines/train_clap_variant.py scratch
+"""
+
+import argparse
+import sys
+
+from clapcap.clap.config import TrainClapParams
+from clapcap.clap.default import run_default_clap
+from clapcap.clap.variants import ClapVariantStudy
+from clapcap.compute import load_compute
+from clapcap.config import load_section
+from clapcap.entry import run_entry
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("variant", help="a key of clap_variants.variants")
+    args = parser.parse_args()
+    study = load_section(ClapVariantStudy, "clap_variants")
+    params = study.params_for(load_section(TrainClapParams, "train_clap"), args.variant)
+    run_default_clap(params, variant=args.variant, compute=load_compute())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_entry(main))
