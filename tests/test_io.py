@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from clapcap.utils.io import write_json
+from clapcap.utils.io import record_matches, write_json
 
 
 def test_write_json_numpy_values_roundtrip(tmp_path):
@@ -60,3 +60,12 @@ def test_atomic_dir_replaces_a_folder_only_on_success(tmp_path):
         raise RuntimeError("crash")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temp folder left
     assert (out / "sub" / "w.bin").is_file() and not (out / "half").exists()  # the old one stays
+
+
+def test_record_matches_only_the_same_record(tmp_path):
+    record = {"sha256": "ab", "version": 1}
+    assert not record_matches(tmp_path, record)  # nothing recorded yet
+    write_json(tmp_path / "clapcap_source.json", record)
+    assert record_matches(tmp_path, record)
+    assert not record_matches(tmp_path, {**record, "sha256": "cd"})
+    assert not record_matches(tmp_path, record, name="other.json")

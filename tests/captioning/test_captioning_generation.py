@@ -103,6 +103,13 @@ def test_trim_to_last_sentence_and_to_words(overfit):
     assert words == [" ".join(c.split()[:2]) for c in CAPTIONS]
 
 
+def test_a_caption_is_its_first_line():
+    from clapcap.captioning.generation import first_line
+
+    assert first_line("\n  a dog barks \nThe dog is brown.\n") == "a dog barks"
+    assert first_line("rain falls") == "rain falls" and first_line(" \n ") == ""
+
+
 def test_frame_level_input_is_mean_pooled(overfit):
     model, x = overfit
     frames = x[:, None, :].repeat(1, 5, 1)  # (B, T, D)

@@ -37,6 +37,51 @@ def test_embeddings_do_not_depend_on_batch_or_rng(encoder, waves):
     np.testing.assert_allclose(t[0], t[2], atol=1e-6)
 
 
+def test_texts_batched_by_length_come_back_in_input_order(encoder):
+    texts = ["a dog barks loudly while rain falls on a tin roof and a car passes", "rain", "a dog barks",
+             "music plays", "thunder rumbles far away over the hills tonight"]
+    together = encoder.embed_text(texts)  # batches of 2, sorted by length inside the call
+    alone = np.concatenate([encoder.embed_text([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    assert not np.allclose(together[0], together[1], atol=1e-3)  # rows differ, so order is checked
+
+
+def test_text_tower_outputs_are_shared_by_encoders_with_the_same_tower(monkeypatch):
+    import torch
+
+    from clapcap.clap.preprocessing import tokenize
+    from clapcap.encoders import hf_clap
+
+    monkeypatch.setattr(hf_clap, "_TOWER_MEMO", {})
+    texts = ["a dog barks", "rain falls on a roof", "a dog barks"]
+    a = create_encoder(EncoderConfig(batch_size=2, tiny_seed=3))
+    b = create_encoder(EncoderConfig(batch_size=2, tiny_seed=3))
+    with torch.no_grad():  # b: same tower, another projection (a fine-tune with the tower frozen)
+        b.model.text_projection.linear2.weight.copy_(b.model.text_projection.linear2.weight.flip(0))
+    calls = []
+    forward = b.model.text_model.forward
+    monkeypatch.setattr(b.model.text_model, "forward", lambda *x, **k: (calls.append(1), forward(*x, **k))[1])
+    ea = a.embed_text(texts)
+    eb = b.embed_text(texts)
+    assert calls == [] and len(hf_clap._TOWER_MEMO) == 1  # b read a's tower outputs
+    with torch.inference_mode():
+        want = b.model.get_text_features(**tokenize(b.tokenizer, texts)).numpy()
+    np.testing.assert_allclose(eb, want, atol=1e-6)  # what get_text_features computes
+    assert not np.allclose(ea, eb, atol=1e-3)
+    c = create_encoder(EncoderConfig(batch_size=2, tiny_seed=4))  # another tower: its own entry
+    c.embed_text(texts)
+    assert len(hf_clap._TOWER_MEMO) == 2
+
+
+def test_view_dumps_only_for_view_splits():
+    from clapcap.encoders.config import EmbedParams
+
+    cols = ["captions", "paraphrases_v1", "paraphrases_v2"]
+    params = EmbedParams(splits=["train", "test"], caption_columns=cols, view_splits=["test"])
+    assert params.columns_of("train") == ["captions"] and params.columns_of("test") == cols
+    assert EmbedParams(caption_columns=cols).columns_of("train") == cols  # None: every split
+
+
 def test_unfused_long_clip_is_cropped_deterministically():
     fe = build_feature_extractor(TinyClapConfig())
     rng = np.random.default_rng(1)

@@ -164,3 +164,12 @@ def test_trims_apply_before_scoring():
     out = score_captions({"a": "a dog barks loudly today"}, {"a": ["a dog barks"]},
                          metrics=["bleu_1"], trim_words=3, tokenize=False)
     assert out["corpus"]["bleu_1"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_line_breaks_are_joined_before_scoring(aac_env, scored):
+    """The PTB tokenizer refuses a line break; scoring joins whitespace runs, which leaves the
+    scores of the same words unchanged."""
+    broken = {cid: text.replace(" ", "\n", 1).replace(" ", "  ", 1) for cid, text in PREDS.items()}
+    out = score_captions(broken, REFS, metrics=["bleu_1", "cider_d"], env=aac_env, device="cpu")
+    assert out["corpus"]["cider_d"] == pytest.approx(scored["corpus"]["cider_d"], abs=1e-12)
+    assert out["corpus"]["bleu_1"] == pytest.approx(scored["corpus"]["bleu_1"], abs=1e-12)

@@ -104,7 +104,15 @@ def _generate_batch(model: Any, embeds: torch.Tensor, kwargs: dict[str, Any], us
     tok = model.tokenizer
     out = model.lm.generate(inputs_embeds=prefix, attention_mask=mask, use_cache=use_cache,
                             eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **kwargs)
-    return tok.batch_decode(out, skip_special_tokens=True)
+    return [first_line(text) for text in tok.batch_decode(out, skip_special_tokens=True)]
+
+
+def first_line(text: str) -> str:
+    """A generated caption is one line: the text up to its first line break (leading blank
+    lines skipped), stripped. A pretrained chat LM such as SmolLM2 may go on past a newline
+    with text that is no longer the caption, and the PTB tokenizer refuses line breaks."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    return lines[0] if lines else ""
 
 
 @torch.no_grad()

@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 IGNORE_INDEX = -100
 
 
+def is_lm_key(name: str) -> bool:
+    """Whether a state-dict key belongs to the language model (``ClipCapCaptioner.lm``)."""
+    return name.startswith("lm.")
+
+
 @dataclass
 class CaptionerConfig:
     """Architecture of one captioner.
@@ -109,7 +114,7 @@ class ClipCapCaptioner(nn.Module):
         state = self.state_dict()
         if self.lm_trained:
             return state
-        return {k: v for k, v in state.items() if not k.startswith("lm.")}
+        return {k: v for k, v in state.items() if not is_lm_key(k)}
 
     def load_weights(self, state: dict[str, torch.Tensor]) -> None:
         """Load :meth:`weights` (full, or without the LM's tensors for a pretrained LM).
@@ -117,7 +122,7 @@ class ClipCapCaptioner(nn.Module):
         Raises:
             RuntimeError: on missing tensors other than a pretrained LM's, or unexpected ones.
         """
-        has_lm = any(k.startswith("lm.") for k in state)
+        has_lm = any(map(is_lm_key, state))
         if not has_lm and not self.cfg.pretrained_dir:
             raise RuntimeError("checkpoint has no LM weights, and this captioner's LM is not pretrained")
         if has_lm:
@@ -125,7 +130,7 @@ class ClipCapCaptioner(nn.Module):
             self.lm_trained = True
             return
         result = self.load_state_dict(state, strict=False)
-        missing = [k for k in result.missing_keys if not k.startswith("lm.")]
+        missing = [k for k in result.missing_keys if not is_lm_key(k)]
         if missing or result.unexpected_keys:
             raise RuntimeError(f"checkpoint does not match the captioner: missing {missing}, "
                                f"unexpected {result.unexpected_keys}")
@@ -216,4 +221,4 @@ def frozen_lm_dir(checkpoint: str | Path) -> str | None:
     if not cfg.get("pretrained_dir"):
         return None
     state = torch.load(Path(checkpoint) / "weights.pt", map_location="cpu", weights_only=True, mmap=True)
-    return None if any(k.startswith("lm.") for k in state) else str(cfg["pretrained_dir"])
+    return None if any(map(is_lm_key, state)) else str(cfg["pretrained_dir"])

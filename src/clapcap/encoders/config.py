@@ -26,12 +26,22 @@ class EmbedParams:
     # Per-encoder ``splits``, for a dump that only some splits' readers need (the random
     # CLAP's dumps are read on the test split only).
     encoder_splits: dict[str, list[str]] = field(default_factory=dict)
+    # The splits whose caption columns other than ``captions`` (the paraphrase views) are
+    # dumped; None = every split. A view dump of a pretrained text tower costs its captions'
+    # time again (measured: 42 s per column of the train split with the MiniLM CLAP).
+    view_splits: list[str] | None = None
 
     def __post_init__(self) -> None:
         for key, names in (("build", self.build or []), ("encoder_splits", list(self.encoder_splits))):
             stray = [n for n in names if n not in self.encoders]
             if stray:
                 raise ValueError(f"embed.{key}: {stray} not in embed.encoders {sorted(self.encoders)}")
+
+    def columns_of(self, split: str) -> list[str]:
+        """The caption columns dumped for ``split``."""
+        if self.view_splits is None or split in self.view_splits:
+            return list(self.caption_columns)
+        return [c for c in self.caption_columns if c == "captions"]
 
     def splits_of(self, encoder: str) -> list[str]:
         """The splits dumped for ``encoder``."""

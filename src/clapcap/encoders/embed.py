@@ -210,7 +210,7 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True,
     # deletes before rerunning the stage.
     partial_root = Path(params.out_dir) / ".partial" / encoder / dataset
     for split in params.splits_of(encoder):
-        for column in params.caption_columns:
+        for column in params.columns_of(split):
             out = dump_path(params.out_dir, encoder, dataset, split, column)
             sig = _signature(cfg, Path(params.datasets[dataset]), split, column, None)
             if not is_complete(out, sig):

@@ -29,6 +29,10 @@ from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
 
 logger = logging.getLogger(__name__)
 
+# Text-tower outputs (pooled, float32, CPU) of this process: weights hash -> text -> row.
+_TOWER_MEMO: dict[str, dict[str, Any]] = {}
+_MEMO_LIMIT = 200_000
+
 
 class HFClapEncoder:
     """transformers ``ClapModel`` as an :class:`~clapcap.encoders.base.AudioTextEncoder`."""
@@ -45,6 +49,7 @@ class HFClapEncoder:
         self.batch_size = batch_size
         self.device = device
         self.sample_rate = int(feature_extractor.sampling_rate)
+        self._text_key: str | None = None
         if bool(model.config.audio_config.enable_fusion) != prep.fusion:
             raise ValueError(f"{checkpoint or '<model>'}: enable_fusion={prep.fusion} but the model config "
                              f"has enable_fusion={model.config.audio_config.enable_fusion}")
@@ -80,17 +85,47 @@ class HFClapEncoder:
         return np.concatenate(out).astype(np.float32)
 
     def embed_text(self, texts: Sequence[str]) -> np.ndarray:
-        """(N, D) float32 caption embeddings."""
+        """(N, D) float32 caption embeddings: ``ClapModel.get_text_features`` (the projection of
+        the text tower's pooled output, L2-normalised), with the tower's outputs memoised.
+
+        The tower runs once per distinct text in this process for every encoder whose text
+        tower has the same weights (:data:`_TOWER_MEMO`, keyed by a hash of them): models
+        fine-tuned with a frozen text tower (RobustCLAP, its control, their seeds) share it, so
+        a benchmark of several runs the tower once. Texts go through the tower in batches of
+        similar length (less padding), and the rows come back in the input order.
+        """
         import torch
 
         texts = check_texts(texts)
-        out = []
+        memo = _TOWER_MEMO.setdefault(self._tower_key(), {})
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        lengths = [len(ids) for ids in self.tokenizer(missing, truncation=True)["input_ids"]] if missing else []
+        order = sorted(range(len(missing)), key=lambda i: (lengths[i], i))
         with torch.inference_mode():
-            for i in range(0, len(texts), self.batch_size):
-                enc = tokenize(self.tokenizer, texts[i:i + self.batch_size])
-                emb = self.model.get_text_features(**{k: v.to(self.device) for k, v in enc.items()})
-                out.append(emb.float().cpu().numpy())
-        return np.concatenate(out).astype(np.float32)
+            for i in range(0, len(order), self.batch_size):
+                batch = [missing[j] for j in order[i:i + self.batch_size]]
+                enc = tokenize(self.tokenizer, batch)
+                pooled = self.model.text_model(**{k: v.to(self.device) for k, v in enc.items()}).pooler_output
+                for text, row in zip(batch, pooled.float().cpu(), strict=True):
+                    memo[text] = row
+            pooled = torch.stack([memo[t] for t in texts]).to(self.device)
+            proj = self.model.text_projection(pooled.to(next(self.model.text_projection.parameters()).dtype))
+            emb = torch.nn.functional.normalize(proj, dim=-1)  # as ClapModel.get_text_features
+        if len(memo) > _MEMO_LIMIT:  # a long-lived process (a served model) starts over
+            memo.clear()
+        return emb.float().cpu().numpy().astype(np.float32)
+
+    def _tower_key(self) -> str:
+        """Hash of the text tower's weights (computed once: the encoder's model is not trained)."""
+        if self._text_key is None:
+            import hashlib
+
+            digest = hashlib.sha256()
+            for name, tensor in sorted(self.model.text_model.state_dict().items()):
+                digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+                digest.update(tensor.detach().float().cpu().contiguous().numpy().tobytes())
+            self._text_key = digest.hexdigest()
+        return self._text_key
 
     def describe(self) -> dict[str, Any]:
         fe = self.feature_extractor

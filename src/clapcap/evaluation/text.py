@@ -3,6 +3,9 @@
 - :func:`trim_to_last_sentence` keeps text up to and including the last sentence
   terminator (``.``, ``!`` or ``?``); text with no terminator is returned stripped, unchanged.
 - :func:`trim_to_words` keeps the first ``n`` whitespace-separated words.
+- :func:`postprocess` (what scoring applies to every prediction and reference) also joins
+  line breaks and runs of whitespace into single spaces: the PTB tokenizer refuses a line
+  break, and it splits on whitespace, so the scores are otherwise unchanged.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ def trim_to_words(text: str, n: int) -> str:
 
 
 def postprocess(text: str, *, trim_sentences: bool = False, trim_words: int | None = None) -> str:
-    """Apply sentence trimming, then word trimming, as configured."""
-    out = text.strip()
+    """Join whitespace runs (line breaks included) into single spaces, then apply sentence
+    trimming and word trimming, as configured."""
+    out = " ".join(text.split())
     if trim_sentences:
         out = trim_to_last_sentence(out)
     if trim_words is not None:

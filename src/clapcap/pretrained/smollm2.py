@@ -25,7 +25,7 @@ from pathlib import Path
 
 from clapcap.errors import MissingDependencyError
 from clapcap.pretrained.assets import package_dir
-from clapcap.utils.io import atomic_dir, read_json, sha256_file, write_json
+from clapcap.utils.io import atomic_dir, record_matches, sha256_file, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
     out = Path(out_dir)
     record = {"package": DISTRIBUTION[0], "version": DISTRIBUTION[1], "file": src.name, "sha256": sha256_file(src),
               "dtype": "float32 (de-quantised from Q4_1)", "eos_token": END_TOKEN, "pad_token": END_TOKEN}
-    if (out / SOURCE).is_file() and read_json(out / SOURCE) == record:
+    if record_matches(out, record, name=SOURCE):
         logger.info("%s: SmolLM2 already converted from %s", out, src.name)
         return out
     if importlib.util.find_spec("gguf") is None:

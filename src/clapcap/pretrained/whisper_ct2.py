@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from clapcap.pretrained.ct2 import Ct2Model, read_ct2_model
-from clapcap.utils.io import atomic_dir, read_json, sha256_file, write_json
+from clapcap.utils.io import atomic_dir, read_json, record_matches, sha256_file, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -212,8 +212,7 @@ def ensure_whisper_cache(model_dir: str | Path, cache_dir: str | Path) -> Path:
 
     model_dir, cache_dir = Path(model_dir), Path(cache_dir)
     record = _source_record(model_dir / "model.bin")
-    marker = cache_dir / SOURCE_FILE
-    if marker.is_file() and read_json(marker) == record:
+    if record_matches(cache_dir, record, name=SOURCE_FILE):
         return cache_dir
     logger.info("converting the CTranslate2 Whisper to transformers (cache %s)", cache_dir)
     hf = convert_ct2_whisper(model_dir)

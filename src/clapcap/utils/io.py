@@ -80,6 +80,13 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"object of type {type(obj).__name__} is not JSON serialisable")
 
 
+def record_matches(folder: str | Path, record: dict[str, Any], *, name: str = "clapcap_source.json") -> bool:
+    """Whether ``folder`` holds the JSON file ``name`` equal to ``record``: a converted folder's
+    note of what it was built from, checked before reusing it."""
+    marker = Path(folder) / name
+    return marker.is_file() and read_json(marker) == record
+
+
 def write_json(path: str | Path, data: Any, *, indent: int = 2) -> Path:
     """Atomically write ``data`` as strict JSON (numpy scalars and paths allowed). Returns the path.
 
