@@ -9,10 +9,10 @@ import argparse
 import sys
 
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.variants import ClapVariantStudy, evaluate_variant
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
+from clapcap.pretrained.clap_variants import ClapVariantStudy, evaluate_variant
 
 
 def main() -> int:

@@ -8,11 +8,11 @@ import argparse
 import sys
 
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.default import run_default_clap
-from clapcap.clap.variants import ClapVariantStudy
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_entry
+from clapcap.pretrained.clap_variants import ClapVariantStudy
+from clapcap.pretrained.default_clap import run_default_clap
 
 
 def main() -> int:

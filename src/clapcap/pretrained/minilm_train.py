@@ -3,7 +3,7 @@
 :func:`train_minilm_clap` is the CLAP training loop (:func:`clapcap.clap.train.fit`) with the
 text tower at its own learning rate or frozen; :func:`run_train_minilm_clap` wraps it in one
 MLflow run with a registration on evidence. The ``train_clap`` stage reaches it through
-:func:`clapcap.clap.default.run_default_clap` (``text_tower: minilm``).
+:func:`clapcap.pretrained.default_clap.run_default_clap` (``text_tower: minilm``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ RESULT = "train_result.json"
 
 @dataclass
 class MiniLMClapParams:
-    """Section ``clap_minilm``: train a CLAP with the MiniLM text tower on a dataset's train split."""
+    """A CLAP with the MiniLM text tower trained on a dataset's train split (``train_clap`` with ``text_tower: minilm``)."""
 
     dataset_dir: str = "data/corpus"
     out_dir: str = "models/clap_minilm"
