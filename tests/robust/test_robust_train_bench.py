@@ -271,3 +271,48 @@ def test_fine_tune_of_a_pretrained_text_tower_trains_only_its_top_layers(robust_
     assert changed and all(k.startswith(("encoder.layer.5.", "pooler.")) for k in changed)
     with pytest.raises(ValueError, match="text_trainable_layers"):
         _train_params(root, text_trainable_layers=-2)
+
+
+def test_text_store_stage_feeds_the_fine_tunes_read_only(robust_setup, tmp_path, caplog):
+    """robust_text_store computes every train/val caption and view once; a fine-tune reading
+    it computes no text and leaves it unchanged, and ends with the same weights as one that
+    computes its texts itself and validates every epoch (the frozen layers' output does not
+    depend on the batch, and validation does not touch training)."""
+    from frozen_text_calls import counting_computes  # tests/support
+
+    from clapcap.clap.model import TinyClapConfig, load_clap, save_clap
+    from clapcap.pretrained import frozen_text
+    from clapcap.pretrained.assets import minilm_dir
+    from clapcap.pretrained.minilm_clap import build_minilm_clap
+    from clapcap.robust.config import RobustTextStoreParams
+    from clapcap.robust.text_store import build_text_store, store_texts
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    model, tok, fe = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
+    save_clap(model, tok, fe, tmp_path / "base", preprocessing={"mel_floor_db": TinyClapConfig().mel_floor_db})
+    texts = store_texts(root / "para", ["train", "val"])
+    assert "" in texts and len(texts) == len(set(texts)) > 10
+    record = build_text_store(RobustTextStoreParams(paraphrase_dir=str(root / "para"), base_model=str(tmp_path / "base"),
+                                                    out_dir=str(tmp_path / "store")), progress=False)
+    (name, info), = record["files"].items()
+    store = tmp_path / "store" / name
+    assert info["n_texts"] >= len(set(texts)) - 1 and store.is_file()  # distinct token sequences
+    before = store.stat().st_mtime_ns, store.read_bytes()
+    common = dict(base_model=str(tmp_path / "base"), collapse_alpha=0.0, text_trainable_layers=0, epochs=2,
+                  eval_every=2)
+    with counting_computes() as calls:
+        stored = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "a"), text_store=str(tmp_path / "store"),
+                                                 **common), progress=False)
+    assert calls == [] and (store.stat().st_mtime_ns, store.read_bytes()) == before
+    assert [sorted(k for k in row if k.startswith("t2a")) != [] for row in stored.history] == [False, True]
+    alone = train_robust_clap(_train_params(root, out_dir=str(tmp_path / "b"), **{**common, "eval_every": 1}),
+                              progress=False)  # validated after every epoch: the same weights
+    a, b = (load_clap(r.model_dir)[0].state_dict() for r in (stored, alone))
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+    with pytest.raises(ValueError, match="no frozen text layer"):
+        frozen_text.fill_store(load_clap(tmp_path / "base")[0], tok, -1, texts, tmp_path / "x")
+    with pytest.raises(ValueError, match="eval_every"):
+        _train_params(root, eval_every=0)
+    with pytest.raises(ValueError, match="text_trainable_layers"):
+        RobustTextStoreParams(text_trainable_layers=[-1])

@@ -40,6 +40,10 @@ class TrainConfig:
                                                                      lr_lm=3e-4))
     lm_pretrain_epochs: int = 3
     lm_pretrain_lr: float = 3e-3
+    # None: each training seed warms its LM up with its own seed. An int: one warm-up, with
+    # this seed, shared by every training seed, as one pretrained LM is shared (the seeds then
+    # vary the captioning stages, not the caption LM).
+    lm_pretrain_seed: int | None = None
     # 0: every caption of every clip in each epoch; k: k captions per clip, the next k in the
     # next epoch (a 135 M-parameter LM costs ~0.1 s per caption on a CPU core).
     captions_per_clip: int = 0

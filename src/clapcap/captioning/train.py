@@ -39,7 +39,7 @@ from clapcap.captioning.model import (
     load_captioner,
 )
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
-from clapcap.compute import Compute, or_default
+from clapcap.compute import Compute, adamw, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, sha256_json, write_json
 from clapcap.utils.torch_io import save_torch
@@ -133,12 +133,13 @@ def pretrain_lm(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: 
     """
     if path.is_file():
         return path
-    torch.manual_seed(cfg.seed + 7919)
+    seed = warmup_seed(cfg)
+    torch.manual_seed(seed + 7919)
     model = create_captioner(_warmup_config(model_cfg), tokenizer).to(cfg.device)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lm_pretrain_lr)
+    opt = adamw(model.parameters(), lr=cfg.lm_pretrain_lr)
     for epoch in range(cfg.lm_pretrain_epochs):
-        loss = _train_epoch(model, opt, data.train, cfg, cfg.seed * 1000 + epoch,
+        loss = _train_epoch(model, opt, data.train, cfg, seed * 1000 + epoch,
                             f"lm warm-up {epoch + 1}/{cfg.lm_pretrain_epochs}", progress, zero_audio=True,
                             compute=compute, epoch=epoch + 1)
         logger.info("lm warm-up epoch %d: train loss %.4f", epoch + 1, loss)
@@ -151,7 +152,7 @@ def _optimizer(model: ClipCapCaptioner, stage: int, st: StageConfig) -> torch.op
     groups = [{"params": list(model.projection.parameters()), "lr": st.lr_projection}]
     if stage == 2:
         groups.append({"params": list(model.lm.parameters()), "lr": st.lr_lm})
-    return torch.optim.AdamW(groups, weight_decay=st.weight_decay)
+    return adamw(groups, weight_decay=st.weight_decay)
 
 
 def _resume(folder: Path, model: ClipCapCaptioner, opt: torch.optim.Optimizer) -> dict[str, Any]:
@@ -210,6 +211,11 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
     return result
 
 
+def warmup_seed(cfg: TrainConfig) -> int:
+    """The seed of the LM warm-up: ``lm_pretrain_seed``, or the run's own seed when None."""
+    return cfg.seed if cfg.lm_pretrain_seed is None else cfg.lm_pretrain_seed
+
+
 def _warmup_config(model_cfg: CaptionerConfig) -> CaptionerConfig:
     """The warm-up's config: projection options do not matter (its input is constant), so
     they are canonical and runs that differ only in them share one warm-up."""
@@ -226,7 +232,7 @@ def _warmup_path(model_cfg: CaptionerConfig, cfg: TrainConfig, tokenizer: Any, d
     """
     if cache_dir is None:
         return out / "lm_pretrain" / "lm.pt"
-    key = sha256_json({"config": dataclasses.asdict(_warmup_config(model_cfg)), "seed": cfg.seed,
+    key = sha256_json({"config": dataclasses.asdict(_warmup_config(model_cfg)), "seed": warmup_seed(cfg),
                        "batch_size": cfg.batch_size, "epochs": cfg.lm_pretrain_epochs, "lr": cfg.lm_pretrain_lr,
                        "grad_clip": cfg.grad_clip, "device": cfg.device, "torch_threads": cfg.torch_threads,
                        "train_captions": data.train.captions, "tokenizer": _tokenizer_content(tokenizer),

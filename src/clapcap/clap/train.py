@@ -34,7 +34,7 @@ from clapcap.clap.model import (
     tiny_preprocessing,
 )
 from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
-from clapcap.compute import Compute, full_precision, or_default, to_device
+from clapcap.compute import Compute, adamw, full_precision, or_default, to_device
 from clapcap.config import to_dict
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
@@ -145,7 +145,8 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         evaluate: Callable[[Any], dict[str, float]] | None = None,
         on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
         signature: str = "", progress: bool = True, compute: Compute | None = None,
-        param_groups: Callable[[Any], list[dict[str, Any]]] | None = None) -> list[dict[str, float]]:
+        param_groups: Callable[[Any], list[dict[str, Any]]] | None = None,
+        eval_every: int = 1) -> list[dict[str, float]]:
     """Train ``model`` for ``epochs`` on ``compute.device``, resuming from ``checkpoint_path``.
 
     The model is moved to ``compute.device`` before the optimizer is built, and each batch
@@ -166,17 +167,22 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     the schedule scales each group's own LR. Parameters with ``requires_grad=False`` are
     frozen either way.
 
+    ``evaluate(model)`` runs after every ``eval_every``-th epoch and after the last one (it
+    must not draw from torch's RNG: the weights then do not depend on ``eval_every``).
+
     Returns:
         The per-epoch history (``epoch``, ``loss``, ``seconds`` and ``evaluate``'s keys).
     """
     import torch
     from tqdm.auto import tqdm
 
+    if eval_every < 1:
+        raise ValueError(f"eval_every: expected an epoch count >= 1, found {eval_every}")
     compute = or_default(compute)
     model.to(compute.device)  # hand-written placement: the loop below is ours, not accelerate's
     steps_per_epoch = len(make_batches(0))
     groups = param_groups(model) if param_groups is not None else model.parameters()
-    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
+    opt = adamw(groups, lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(warmup_steps, epochs * steps_per_epoch))
     checkpoint_path = Path(checkpoint_path)
     history = _resume(checkpoint_path, signature, model, opt, sched)
@@ -193,7 +199,7 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
             sched.step()
             losses.append(float(loss.detach()))
         row = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": time.perf_counter() - t0}
-        if evaluate is not None:
+        if evaluate is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
             row.update(evaluate(model))
         history.append(row)
         save_torch({"model": model.state_dict(), "optimizer": opt.state_dict(),
@@ -301,7 +307,7 @@ class TrainClapResult:
 
 # Not in the signature: they do not decide the weights (the collapse level only judges them).
 _UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", "dataset_dir",
-              "collapse_alpha")
+              "collapse_alpha", "eval_every")
 
 
 def run_signature(cfg: TrainClapParams, dataset_dir: Path, compute: Compute | None = None) -> str:
@@ -373,7 +379,7 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
                   checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
                   weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, signature=sig,
                   evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
-                  on_epoch_end=on_epoch_end, progress=progress, compute=compute)
+                  on_epoch_end=on_epoch_end, progress=progress, compute=compute, eval_every=cfg.eval_every)
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=tiny_preprocessing(cfg.model))
@@ -448,8 +454,8 @@ def _log_epoch(epoch: int, row: dict[str, float]) -> None:
     from clapcap import tracking
 
     tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
-    tracking.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "loss", "seconds")},
-                         scope="val", step=epoch)
+    if val := {k: v for k, v in row.items() if k not in ("epoch", "loss", "seconds")}:  # none between evaluations
+        tracking.log_metrics(val, scope="val", step=epoch)
 
 
 def register(uri: str, params: TrainClapParams, scores: dict[str, Any]) -> dict[str, Any]:

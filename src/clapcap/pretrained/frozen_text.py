@@ -14,7 +14,10 @@ without dropout (docs/encoders.md). Everything after them is the model's own for
 With ``store`` (a folder) the computed outputs also go to disk, in a file named by a hash of
 the frozen layers' weights, and a later block with the same frozen layers reads them back:
 the fine-tunes of one base model (RobustCLAP, its control, the seed study) and a rerun after
-a crash compute each text once.
+a crash compute each text once. :func:`fill_store` computes a store ahead of training (the
+``robust_text_store`` stage), longest texts together so that little padding is computed; a
+block opened with ``read_only=True`` reads such a store and never writes it (it is another
+stage's output), keeping any text it lacks in memory.
 """
 
 from __future__ import annotations
@@ -120,8 +123,18 @@ def _save_store(path: Path, memo: dict[tuple[int, ...], Any]) -> None:
         torch.save({"keys": [list(k) for k in memo], "values": [v.cpu() for v in memo.values()]}, tmp)
 
 
+def store_path(model: Any, trainable_layers: int, store: str | Path) -> Path | None:
+    """The store file of ``model``'s frozen text layers in folder ``store`` (None: nothing frozen)."""
+    tower = model.text_model
+    n_layers = len(tower.encoder.layer)
+    if trainable_layers < 0 or trainable_layers >= n_layers:
+        return None
+    return Path(store) / f"frozen_text_{frozen_key(tower, n_layers - trainable_layers)[:16]}.pt"
+
+
 @contextmanager
-def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path | None = None) -> Iterator[int]:
+def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path | None = None,
+                         read_only: bool = False) -> Iterator[int]:
     """Run ``model``'s text tower with its frozen bottom layers cached, inside the block.
 
     ``model`` is a ``ClapModel`` whose text tower has ``trainable_layers`` trainable top layers
@@ -132,7 +145,8 @@ def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path
     restored, with the trained layers in place.
 
     ``store``: a folder for ``frozen_text_<hash>.pt`` (see the module docstring): read on
-    entry, written on exit (also when the block raises) when new texts were computed.
+    entry, written on exit (also when the block raises) when new texts were computed, unless
+    ``read_only`` (then texts missing from it are computed and kept in memory only).
 
     Yields:
         The number of cached (frozen) layers; 0 when nothing is cached.
@@ -150,10 +164,13 @@ def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path
         p.requires_grad_(False)
     embeddings = tower.embeddings
     lookup = _lookup_module(frozen, n_frozen, int(tower.config.pad_token_id))
-    path = Path(store) / f"frozen_text_{frozen_key(frozen, n_frozen)[:16]}.pt" if store else None
+    path = store_path(model, trainable_layers, store) if store else None
     if path is not None:
         lookup._memo.update(_load_store(path))
         logger.info("%s: %d texts' frozen-layer outputs read back", path, len(lookup._memo))
+        if read_only and not lookup._memo:
+            logger.warning("%s: no frozen-text store for these frozen layers: every text is computed "
+                           "(in memory only)", path)
     n_stored = len(lookup._memo)
     tower.embeddings = lookup
     tower.encoder.layer = torch.nn.ModuleList(list(layers)[n_frozen:])
@@ -161,5 +178,48 @@ def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path
         yield n_frozen
     finally:
         tower.embeddings, tower.encoder.layer = embeddings, layers
-        if path is not None and len(lookup._memo) > n_stored:
+        if read_only and len(lookup._memo) > n_stored:
+            logger.info("%d texts were not in the read-only store %s (computed in memory)",
+                        len(lookup._memo) - n_stored, path)
+        elif path is not None and len(lookup._memo) > n_stored:
             _save_store(path, lookup._memo)
+
+
+def fill_store(model: Any, tokenizer: Any, trainable_layers: int, texts: list[str], store: str | Path, *,
+               progress: bool = True) -> tuple[Path, int]:
+    """Compute the frozen layers' output of each distinct text of ``texts`` into ``store``.
+
+    Texts are tokenized as training tokenizes them (:func:`clapcap.clap.preprocessing.tokenize`)
+    and computed longest first, in chunks of similar length. A store already holding some of
+    them is extended.
+
+    Returns:
+        ``(store file, texts in it)``.
+
+    Raises:
+        ValueError: when ``trainable_layers`` leaves nothing frozen.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from clapcap.clap.preprocessing import tokenize
+
+    if store_path(model, trainable_layers, store) is None:
+        raise ValueError(f"text_trainable_layers {trainable_layers}: no frozen text layer to store")
+    device = next(model.parameters()).device
+    keys: dict[tuple[int, ...], None] = {}
+    distinct = list(dict.fromkeys(texts))
+    for s in range(0, len(distinct), 1024):
+        enc = tokenize(tokenizer, distinct[s:s + 1024])
+        for row, n in zip(enc["input_ids"].tolist(), enc["attention_mask"].sum(dim=1).tolist(), strict=True):
+            keys[tuple(row[:n])] = None
+    with cached_frozen_bottom(model, trainable_layers, store=store) as _:
+        lookup = model.text_model.embeddings
+        todo = sorted((k for k in keys if k not in lookup._memo), key=len, reverse=True)
+        step = _CHUNK * 8
+        for s in tqdm(range(0, len(todo), step), desc="frozen text layers", disable=not progress,
+                      unit="chunk"):
+            with torch.no_grad():
+                lookup._compute(todo[s:s + step], device)
+        n = len(lookup._memo)
+    return store_path(model, trainable_layers, store), n

@@ -32,7 +32,7 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
 from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError, to_dict
 from clapcap.data.prepare import dataset_fingerprint
-from clapcap.pretrained.frozen_text import cached_frozen_bottom
+from clapcap.pretrained.frozen_text import cached_frozen_bottom, fill_store, store_path
 from clapcap.pretrained.minilm_clap import (
     TEXT_TOWER,
     build_minilm_clap,
@@ -66,6 +66,7 @@ class MiniLMClapParams:
     collapse_alpha: float = 0.01
     caption_column: str = "captions"
     torch_threads: int = 0
+    eval_every: int = 1  # validate every this many epochs and after the last (the weights do not depend on it)
     track: bool = True
     registered_model: str = "clapcap-clap-minilm"
     alias: str = "champion"
@@ -74,6 +75,8 @@ class MiniLMClapParams:
         if self.text_trainable_layers < -1:
             raise ConfigError(f"clap_minilm.text_trainable_layers must be -1 (all), 0 (frozen) or a layer count, "
                               f"got {self.text_trainable_layers}")
+        if self.eval_every < 1:
+            raise ConfigError(f"train_clap.eval_every must be an epoch count >= 1, got {self.eval_every}")
         if self.text_lr < 0 or self.lr <= 0:
             raise ConfigError(f"clap_minilm: lr must be > 0 and text_lr >= 0, got lr={self.lr}, text_lr={self.text_lr}")
 
@@ -88,7 +91,7 @@ def text_dir_of(params: MiniLMClapParams) -> Path:
 
 
 _UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", "dataset_dir", "collapse_alpha",
-              "text_dir")
+              "text_dir", "eval_every")
 
 
 def run_signature(params: MiniLMClapParams, dataset_dir: Path, compute: Compute | None = None) -> str:
@@ -140,7 +143,12 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
         return clap_batches(train, tokenizer, batch_size=params.batch_size, seed=params.seed * 1000 + epoch,
                             column=col)
 
-    # The frozen bottom of the text tower runs once per caption (clapcap.pretrained.frozen_text).
+    # The frozen bottom of the text tower runs once per caption (clapcap.pretrained.frozen_text),
+    # computed up front, captions of similar length together.
+    if store_path(model, params.text_trainable_layers, out_dir / "cache") is not None:
+        fill_store(model, tokenizer, params.text_trainable_layers,
+                   [c for cache in (train, val) for caps in cache.captions[col] for c in caps], out_dir / "cache",
+                   progress=progress)
     with cached_frozen_bottom(model, params.text_trainable_layers, store=out_dir / "cache") as n_cached:
         logger.info("text tower: %d frozen layer(s) computed once per caption", n_cached)
         history = fit(model, make_batches=make_batches, epochs=params.epochs,
@@ -148,7 +156,7 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
                       weight_decay=params.weight_decay, warmup_steps=params.warmup_steps, signature=sig,
                       evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
                       on_epoch_end=on_epoch_end, progress=progress, compute=compute,
-                      param_groups=text_param_groups(params.text_lr))
+                      param_groups=text_param_groups(params.text_lr), eval_every=params.eval_every)
     final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
     sidecar = {"mel_floor_db": params.audio.mel_floor_db, "tiny_config": asdict(params.audio),
                "text_tower": TEXT_TOWER, "text_trainable_layers": params.text_trainable_layers}

@@ -8,6 +8,12 @@ the encoder returns 1500 frames, one per 20 ms (50 per second), frame ``k`` cent
 sample ``320 k``. The clip embedding is the mean over the ``ceil(n / 320)`` frames centred
 on the clip's ``n`` samples; the frames of the silence padding are left out.
 
+With ``max_seconds`` below 30 the encoder runs on a window of that length: the log-mel of the
+30-s window (so its normalisation is unchanged) cut to its first ``100 * max_seconds`` frames,
+and the encoder's first ``50 * max_seconds`` positional embeddings (whisper.cpp's
+``audio_ctx`` does the same). Attention then spans the window, not 30 s of mostly silence: the
+frames differ from the 30-s encoder's, and cost about a third at 10 s.
+
 :func:`transcribe` (greedy decoding with the converted decoder) checks the conversion on
 speech.
 """
@@ -57,6 +63,28 @@ def load_whisper(cfg: PretrainedEncoderConfig) -> tuple[Any, Any, Any]:
     return model, WhisperFeatureExtractor.from_pretrained(cache), WhisperTokenizerFast.from_pretrained(cache)
 
 
+def windowed_encoder(encoder: Any, positions: int) -> Any:
+    """A copy of a ``WhisperEncoder`` that takes ``2 * positions`` mel frames: its first
+    ``positions`` positional embeddings (``encoder`` itself is left as it is).
+
+    Hand-written: transformers' Whisper encoder accepts the 30-s window only.
+    """
+    import copy
+
+    import torch
+
+    full = int(encoder.config.max_source_positions)
+    if not 1 <= positions <= full:
+        raise ValueError(f"a Whisper window of {positions} encoder positions: expected 1 to {full}")
+    out = copy.deepcopy(encoder)
+    out.config = copy.deepcopy(encoder.config)
+    out.config.max_source_positions = out.max_source_positions = positions
+    table = torch.nn.Embedding(positions, encoder.embed_positions.embedding_dim)
+    table.weight.data.copy_(encoder.embed_positions.weight.data[:positions])
+    out.embed_positions = table.requires_grad_(False)
+    return out
+
+
 def valid_frames(n_samples: int, max_frames: int = 1500) -> int:
     """Encoder frames centred on real audio for a clip of ``n_samples`` 16-kHz samples (>= 1)."""
     return int(min(max_frames, max(1, math.ceil(n_samples / SAMPLES_PER_FRAME))))
@@ -71,17 +99,23 @@ class WhisperCt2Encoder(FramePooledEncoder):
     def __init__(self, cfg: PretrainedEncoderConfig, loaded: tuple[Any, Any, Any] | None = None) -> None:
         super().__init__(cfg)
         model, self.feature_extractor, self.tokenizer = loaded or load_whisper(cfg)
-        self.encoder = model.get_encoder().to(cfg.device).eval()
+        encoder = model.get_encoder()
+        full = int(model.config.max_source_positions)
+        self.max_frames = min(full, math.ceil(cfg.max_seconds * self.sample_rate / SAMPLES_PER_FRAME))
+        if self.max_frames < full:  # a window shorter than 30 s (module docstring)
+            encoder = windowed_encoder(encoder, self.max_frames)
+        self.encoder = encoder.to(cfg.device).eval()
         self.dim = int(model.config.d_model)
-        self.max_frames = int(model.config.max_source_positions)
         self.source = read_json(Path(cfg.whisper_cache) / SOURCE_FILE)
 
     def hidden_states(self, waves: Sequence[np.ndarray]) -> np.ndarray:
-        """(N, 1500, d) encoder output for each 30-s window (clips padded with silence)."""
+        """(N, max_frames, d) encoder output for each window (clips padded with silence):
+        (N, 1500, d) for the 30-s window."""
         import torch
 
         feats = self.feature_extractor([np.asarray(w, dtype=np.float32) for w in waves], sampling_rate=self.sample_rate,
                                        return_tensors="pt").input_features  # (N, n_mels, 3000)
+        feats = feats[..., :2 * self.max_frames]
         with torch.inference_mode():
             return self.encoder(feats.to(self.cfg.device)).last_hidden_state.float().cpu().numpy()
 
@@ -95,7 +129,9 @@ class WhisperCt2Encoder(FramePooledEncoder):
         meta["checkpoint"] = f"{pkg}=={package_version(pkg)}:model/model.bin (CTranslate2, converted to transformers)"
         meta["weights_sha256"] = self.source["model_bin_sha256"]
         meta["converter_version"] = self.source["converter_version"]
-        meta["preprocessing"] |= {"features": "WhisperFeatureExtractor log-mel, 30-s window",
+        window = "30-s window" if self.max_frames == 1500 else \
+            f"30-s log-mel cut to a {self.max_frames / 50:g}-s window (the first {self.max_frames} positions)"
+        meta["preprocessing"] |= {"features": f"WhisperFeatureExtractor log-mel, {window}",
                                   "n_mels": int(self.feature_extractor.feature_size)}
         meta["pooling"] = "mean over the ceil(n / 320) encoder frames covering the clip (50 per second)"
         return meta

@@ -2,6 +2,7 @@
 
 - ``robust_paraphrase``: :class:`~clapcap.paraphrase.dataset.ParaphraseParams`
   (corpus views offline, or the two-step LLM backend);
+- ``robust_text_store``: :class:`RobustTextStoreParams` (the base's frozen text layers, once);
 - ``robust_train``: :class:`RobustTrainParams` (multi-view contrastive fine-tuning);
 - ``robust_benchmark``: :class:`RobustBenchParams` (retrieval on original / view 1 /
   view 2 captions, zero-shot classification, paired test, registration);
@@ -17,7 +18,7 @@ from clapcap.paraphrase.llm import LLMParams
 from clapcap.robust.loss import MultiViewLossConfig
 
 __all__ = ["LLMParams", "MultiViewLossConfig", "ParaphraseParams", "RobustBenchParams", "RobustSeedParams",
-           "RobustTrainParams"]
+           "RobustTextStoreParams", "RobustTrainParams"]
 
 
 # Keys of the zero-shot benchmark (docs/robust.md); they name their definition.
@@ -50,6 +51,12 @@ class RobustTrainParams:
             (:mod:`clapcap.clap.collapse`); 0 turns the check off.
         feature_cache: folder of the audio-feature caches (empty: ``out_dir/cache``); the seed
             study's fine-tunes share one (a cache is keyed by its content's signature).
+        text_store: folder of a precomputed frozen-text store (the ``robust_text_store``
+            stage's output), read only: the frozen text layers' output of every train and
+            validation text, computed once for all fine-tunes of the base model. Empty: the
+            store lives in the feature-cache folder and is filled as training meets texts.
+        eval_every: validate every this many epochs (and always after the last one). The
+            validation pass does not change training: the weights are the same for any value.
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"
@@ -72,8 +79,12 @@ class RobustTrainParams:
     track: bool = True
     experiment: str = "clapcap-robust"
     feature_cache: str = ""
+    text_store: str = ""
+    eval_every: int = 1
 
     def __post_init__(self) -> None:
+        if self.eval_every < 1:
+            raise ValueError(f"robust_train.eval_every: expected an epoch count >= 1, found {self.eval_every}")
         if self.text_trainable_layers < -1:
             raise ValueError(f"robust_train.text_trainable_layers: expected -1 (all), 0 (frozen) or a layer "
                              f"count, found {self.text_trainable_layers}")
@@ -127,6 +138,31 @@ class RobustBenchParams:
     alias: str = "champion"
     track: bool = True
     experiment: str = "clapcap-robust"
+
+
+@dataclass
+class RobustTextStoreParams:
+    """Section ``robust_text_store``: the frozen text layers' output of the base CLAP for
+    every caption and view of ``splits``, computed once (:func:`clapcap.pretrained.frozen_text.fill_store`)
+    and read by RobustCLAP's fine-tunes, its control's and the seed study's (``text_store``).
+
+    Attributes:
+        text_trainable_layers: the fine-tunes' setting(s); one store file per value.
+    """
+
+    paraphrase_dir: str = "data/robust/paraphrased"
+    base_model: str = "models/default_clap/model"
+    out_dir: str = "data/robust/text_store"
+    splits: list[str] = field(default_factory=lambda: ["train", "val"])
+    text_trainable_layers: list[int] = field(default_factory=lambda: [0])
+
+    def __post_init__(self) -> None:
+        if not self.splits:
+            raise ValueError("robust_text_store.splits: expected at least one split")
+        bad = [k for k in self.text_trainable_layers if k < 0]
+        if not self.text_trainable_layers or bad:
+            raise ValueError(f"robust_text_store.text_trainable_layers: expected layer counts >= 0 (a frozen "
+                             f"bottom to store), found {self.text_trainable_layers}")
 
 
 @dataclass

@@ -123,7 +123,8 @@ def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: An
 
 
 # Not in the signature: they do not decide the weights (the two paths are hashed by content).
-_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model", "feature_cache")
+_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model", "feature_cache",
+              "text_store", "eval_every")
 
 
 def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> str:
@@ -217,12 +218,14 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         logger.info("text tower: %d parameters trained (text_trainable_layers=%d)", n_text,
                     params.text_trainable_layers)
     # The frozen bottom of the text tower runs once per text (a no-op with -1: all of it trains).
-    with cached_frozen_bottom(model, params.text_trainable_layers, store=cache_dir) as n_cached:
+    with cached_frozen_bottom(model, params.text_trainable_layers, store=params.text_store or cache_dir,
+                              read_only=bool(params.text_store)) as n_cached:
         logger.info("text tower: %d frozen layer(s) computed once per text", n_cached)
         history = fit(model, make_batches=_batches_fn(params, train, tokenizer, clips), epochs=params.epochs,
                       checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
                       weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
                       loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
+                      eval_every=params.eval_every,
                       on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute),
                       compute=compute, param_groups=groups)
     final = history[-1]
@@ -270,6 +273,8 @@ def log_epoch(epoch: int, row: dict[str, float]) -> None:
     views = {view: {k[len(view) + 1:]: v for k, v in row.items() if k.startswith(f"{view}_")} for view in VIEW_COLUMNS}
     rest = {k: v for k, v in row.items()
             if k not in ("epoch", "loss", "seconds") and not any(k.startswith(f"{w}_") for w in VIEW_COLUMNS)}
-    tracking.log_metrics(rest, scope="val", step=epoch)
+    if rest:  # none between evaluations (eval_every)
+        tracking.log_metrics(rest, scope="val", step=epoch)
     for view, metrics in views.items():
-        tracking.log_metrics(metrics, scope="val", view=view, step=epoch)
+        if metrics:
+            tracking.log_metrics(metrics, scope="val", view=view, step=epoch)
