@@ -454,8 +454,8 @@ def _log_epoch(epoch: int, row: dict[str, float]) -> None:
     from clapcap import tracking
 
     tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
-    if val := {k: v for k, v in row.items() if k not in ("epoch", "loss", "seconds")}:  # none between evaluations
-        tracking.log_metrics(val, scope="val", step=epoch)
+    tracking.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "loss", "seconds")},
+                         scope="val", step=epoch)
 
 
 def register(uri: str, params: TrainClapParams, scores: dict[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,9 @@ without dropout (docs/encoders.md). Everything after them is the model's own for
 With ``store`` (a folder) the computed outputs also go to disk, in a file named by a hash of
 the frozen layers' weights, and a later block with the same frozen layers reads them back:
 the fine-tunes of one base model (RobustCLAP, its control, the seed study) and a rerun after
-a crash compute each text once. :func:`fill_store` computes a store ahead of training (the
-``robust_text_store`` stage), longest texts together so that little padding is computed; a
-block opened with ``read_only=True`` reads such a store and never writes it (it is another
+a crash compute each text once. :func:`precompute` computes a block's texts up front, longest together so that little
+padding is computed, and :func:`fill_store` a store ahead of training (the
+``robust_text_store`` stage); a block opened with ``read_only=True`` reads such a store and never writes it (it is another
 stage's output), keeping any text it lacks in memory.
 """
 
@@ -185,27 +185,26 @@ def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path
             _save_store(path, lookup._memo)
 
 
-def fill_store(model: Any, tokenizer: Any, trainable_layers: int, texts: list[str], store: str | Path, *,
-               progress: bool = True) -> tuple[Path, int]:
-    """Compute the frozen layers' output of each distinct text of ``texts`` into ``store``.
-
-    Texts are tokenized as training tokenizes them (:func:`clapcap.clap.preprocessing.tokenize`)
-    and computed longest first, in chunks of similar length. A store already holding some of
-    them is extended.
+def precompute(model: Any, tokenizer: Any, texts: list[str], *, progress: bool = True) -> int:
+    """Inside a :func:`cached_frozen_bottom` block that caches layers: compute the frozen
+    layers' output of each distinct text of ``texts`` not yet held, longest first, in chunks
+    of similar length (little padding is computed). Texts are tokenized as training tokenizes
+    them (:func:`clapcap.clap.preprocessing.tokenize`).
 
     Returns:
-        ``(store file, texts in it)``.
+        The number of texts the block holds.
 
     Raises:
-        ValueError: when ``trainable_layers`` leaves nothing frozen.
+        ValueError: outside such a block.
     """
     import torch
     from tqdm.auto import tqdm
 
     from clapcap.clap.preprocessing import tokenize
 
-    if store_path(model, trainable_layers, store) is None:
-        raise ValueError(f"text_trainable_layers {trainable_layers}: no frozen text layer to store")
+    lookup = model.text_model.embeddings
+    if getattr(lookup, "_memo", None) is None:
+        raise ValueError("precompute runs inside a cached_frozen_bottom block that caches frozen layers")
     device = next(model.parameters()).device
     keys: dict[tuple[int, ...], None] = {}
     distinct = list(dict.fromkeys(texts))
@@ -213,13 +212,28 @@ def fill_store(model: Any, tokenizer: Any, trainable_layers: int, texts: list[st
         enc = tokenize(tokenizer, distinct[s:s + 1024])
         for row, n in zip(enc["input_ids"].tolist(), enc["attention_mask"].sum(dim=1).tolist(), strict=True):
             keys[tuple(row[:n])] = None
-    with cached_frozen_bottom(model, trainable_layers, store=store) as _:
-        lookup = model.text_model.embeddings
-        todo = sorted((k for k in keys if k not in lookup._memo), key=len, reverse=True)
-        step = _CHUNK * 8
-        for s in tqdm(range(0, len(todo), step), desc="frozen text layers", disable=not progress,
-                      unit="chunk"):
-            with torch.no_grad():
-                lookup._compute(todo[s:s + step], device)
-        n = len(lookup._memo)
-    return store_path(model, trainable_layers, store), n
+    todo = sorted((k for k in keys if k not in lookup._memo), key=len, reverse=True)
+    step = _CHUNK * 8
+    for s in tqdm(range(0, len(todo), step), desc="frozen text layers", disable=not progress, unit="chunk"):
+        with torch.no_grad():
+            lookup._compute(todo[s:s + step], device)
+    return len(lookup._memo)
+
+
+def fill_store(model: Any, tokenizer: Any, trainable_layers: int, texts: list[str], store: str | Path, *,
+               progress: bool = True) -> tuple[Path, int]:
+    """Compute the frozen layers' output of each distinct text of ``texts`` (:func:`precompute`)
+    into the store file in folder ``store``; a store already holding some of them is extended.
+
+    Returns:
+        ``(store file, texts in it)``.
+
+    Raises:
+        ValueError: when ``trainable_layers`` leaves nothing frozen.
+    """
+    path = store_path(model, trainable_layers, store)
+    if path is None:
+        raise ValueError(f"text_trainable_layers {trainable_layers}: no frozen text layer to store")
+    with cached_frozen_bottom(model, trainable_layers, store=store):
+        n = precompute(model, tokenizer, texts, progress=progress)
+    return path, n

@@ -32,7 +32,7 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
 from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError, to_dict
 from clapcap.data.prepare import dataset_fingerprint
-from clapcap.pretrained.frozen_text import cached_frozen_bottom, fill_store, store_path
+from clapcap.pretrained.frozen_text import cached_frozen_bottom, precompute
 from clapcap.pretrained.minilm_clap import (
     TEXT_TOWER,
     build_minilm_clap,
@@ -145,11 +145,10 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
 
     # The frozen bottom of the text tower runs once per caption (clapcap.pretrained.frozen_text),
     # computed up front, captions of similar length together.
-    if store_path(model, params.text_trainable_layers, out_dir / "cache") is not None:
-        fill_store(model, tokenizer, params.text_trainable_layers,
-                   [c for cache in (train, val) for caps in cache.captions[col] for c in caps], out_dir / "cache",
-                   progress=progress)
     with cached_frozen_bottom(model, params.text_trainable_layers, store=out_dir / "cache") as n_cached:
+        if n_cached:
+            precompute(model, tokenizer, [c for cache in (train, val) for caps in cache.captions[col] for c in caps],
+                       progress=progress)
         logger.info("text tower: %d frozen layer(s) computed once per caption", n_cached)
         history = fit(model, make_batches=make_batches, epochs=params.epochs,
                       checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,

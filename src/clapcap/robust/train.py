@@ -273,8 +273,6 @@ def log_epoch(epoch: int, row: dict[str, float]) -> None:
     views = {view: {k[len(view) + 1:]: v for k, v in row.items() if k.startswith(f"{view}_")} for view in VIEW_COLUMNS}
     rest = {k: v for k, v in row.items()
             if k not in ("epoch", "loss", "seconds") and not any(k.startswith(f"{w}_") for w in VIEW_COLUMNS)}
-    if rest:  # none between evaluations (eval_every)
-        tracking.log_metrics(rest, scope="val", step=epoch)
+    tracking.log_metrics(rest, scope="val", step=epoch)  # an epoch without validation logs nothing here
     for view, metrics in views.items():
-        if metrics:
-            tracking.log_metrics(metrics, scope="val", view=view, step=epoch)
+        tracking.log_metrics(metrics, scope="val", view=view, step=epoch)
