@@ -115,12 +115,9 @@ def _load_store(path: Path) -> dict[tuple[int, ...], Any]:
 
 
 def _save_store(path: Path, memo: dict[tuple[int, ...], Any]) -> None:
-    import torch
+    from clapcap.utils.torch_io import save_torch  # the same tensors give the same bytes
 
-    from clapcap.utils.io import atomic_path
-
-    with atomic_path(path) as tmp:
-        torch.save({"keys": [list(k) for k in memo], "values": [v.cpu() for v in memo.values()]}, tmp)
+    save_torch({"keys": [list(k) for k in memo], "values": [v.cpu() for v in memo.values()]}, path)
 
 
 def store_path(model: Any, trainable_layers: int, store: str | Path) -> Path | None:
