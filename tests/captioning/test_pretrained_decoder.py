@@ -133,6 +133,75 @@ def test_stage1_run_of_a_pretrained_lm_keeps_it_frozen_and_small(llama_dir, tiny
     assert res["stages"]["1"]["history"][0]["train_loss"] > 0
 
 
+def test_lora_adapter_starts_as_the_identity_and_checkpoints_hold_only_it(llama_dir, tmp_path):
+    """A LoRA-wrapped pretrained LM computes what the LM alone did until it trains; stage 2
+    then trains the adapter (not the LM's own weights), and a checkpoint holds the adapter and
+    the projection while the LM comes back from its folder."""
+    tok = load_pretrained_tokenizer(llama_dir)
+    torch.manual_seed(0)
+    plain = create_captioner(causal(llama_dir), tok).eval()
+    torch.manual_seed(0)
+    lora = create_captioner(causal(llama_dir, lora_rank=4), tok).eval()
+    assert type(lora.lm).__name__ == "PeftModelForCausalLM"
+    x = torch.randn(3, 12)
+    with torch.no_grad():
+        assert torch.equal(plain.loss_on_captions(x, CAPTIONS[:3]), lora.loss_on_captions(x, CAPTIONS[:3]))
+    lora.set_lm_trainable(False)
+    assert not any(p.requires_grad for p in lora.lm.parameters())
+    lora.set_lm_trainable(True)
+    trainable = [n for n, p in lora.lm.named_parameters() if p.requires_grad]
+    assert trainable and all(".lora_" in n for n in trainable)
+    assert len(trainable) == 2 * 2 * 2  # A and B, on q_proj and v_proj, in 2 layers
+    assert len(lora.lm_parameters()) == len(trainable)
+    with torch.no_grad():
+        for p in lora.lm_parameters():
+            p.add_(0.05)
+    lora.save(tmp_path / "s2")
+    saved = torch.load(tmp_path / "s2" / "weights.pt", weights_only=True)
+    lm_keys = [k for k in saved if k.startswith("lm.")]
+    assert lm_keys and all(".lora_" in k for k in lm_keys)
+    assert frozen_lm_dir(tmp_path / "s2") == str(llama_dir)  # a champion carries the LM folder
+    back = load_captioner(tmp_path / "s2")
+    for k, v in lora.state_dict().items():
+        assert torch.equal(v, back.state_dict()[k]), k
+    with torch.no_grad():
+        assert not torch.equal(back.loss_on_captions(x, CAPTIONS[:3]), plain.loss_on_captions(x, CAPTIONS[:3]))
+    from clapcap.captioning.generation import DecodingConfig, generate_captions
+
+    for strategy in ("greedy", "beam"):  # PEFT's generate takes the prefix as inputs_embeds
+        captions = generate_captions(back, x.numpy(), DecodingConfig(strategy=strategy, max_new_tokens=6))
+        assert len(captions) == 3 and all(isinstance(c, str) for c in captions)
+
+
+def test_lora_options_are_checked(llama_dir):
+    with pytest.raises(ValueError, match="pretrained LM"):
+        CaptionerConfig(lora_rank=4)
+    with pytest.raises(ValueError, match="lora_rank"):
+        causal(llama_dir, lora_rank=-1)
+    with pytest.raises(ValueError, match="no module named"):
+        create_captioner(causal(llama_dir, lora_rank=4, lora_targets=["c_attn"]), load_pretrained_tokenizer(llama_dir))
+
+
+def test_stage2_lora_run_trains_the_adapter_and_leaves_the_lm(llama_dir, tiny_corpus, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    dump = make_dump(tiny_corpus, tmp_path / "dump.npz", dim=12)
+    cfg = tiny_train(stages=[1, 2], lm_pretrain_epochs=0, captions_per_clip=1, batch_size=16)
+    res = train_captioner(causal(llama_dir, lm_dtype="bfloat16", lora_rank=4), cfg, dump=dump,
+                          dataset_dir=tiny_corpus, out_dir=tmp_path / "run", progress=False)
+    assert res["checkpoint"].endswith("stage2/best") and res["model"]["lora_rank"] == 4
+    assert frozen_lm_dir(res["checkpoint"]) == str(llama_dir)
+    stage1, stage2 = (load_captioner(tmp_path / "run" / f"stage{k}" / "best") for k in (1, 2))
+    original = AutoModelForCausalLM.from_pretrained(str(llama_dir), dtype=torch.bfloat16).state_dict()
+    base = {k.replace("base_model.model.", "").replace(".base_layer", ""): v
+            for k, v in stage2.lm.state_dict().items() if ".lora_" not in k}
+    assert base.keys() == original.keys() and all(torch.equal(v, original[k]) for k, v in base.items())
+    b1 = [v for k, v in stage1.lm.state_dict().items() if ".lora_B" in k]
+    b2 = [v for k, v in stage2.lm.state_dict().items() if ".lora_B" in k]
+    assert all(not v.any() for v in b1)  # stage 1: the adapter is untouched (the identity)
+    assert any(v.any() for v in b2)  # stage 2 trained it
+
+
 def _params(**kw) -> CaptioningParams:
     base = CaptioningParams()
     models = {**base.models, "smol": CaptionerConfig(decoder="causal", pretrained_dir="/x")}

@@ -5,9 +5,10 @@ A saved captioner is a folder::
 
     captioner.json   the CaptionerConfig (with ``in_dim`` filled in)
     weights.pt       the module's state dict; without the LM's tensors when the LM is a
-                     pretrained one that was never trained (stage 1 of a pretrained decoder):
-                     it is then loaded from ``pretrained_dir`` (a 135 M-parameter LM would
-                     otherwise be copied into every checkpoint)
+                     pretrained one that was never trained (stage 1 of a pretrained decoder,
+                     or stage 2 of one that trains a LoRA adapter): it is then loaded from
+                     ``pretrained_dir`` (a 135 M-parameter LM would otherwise be copied into
+                     every checkpoint), and only the adapter's tensors are saved
     tokenizer/       the tokenizer (``save_pretrained``)
 """
 
@@ -40,6 +41,13 @@ def is_lm_key(name: str) -> bool:
     return name.startswith("lm.")
 
 
+def is_base_lm_key(name: str) -> bool:
+    """Whether a state-dict key is one of the LM's own weights: an LM key that is not part of
+    a LoRA adapter (PEFT names the adapter's tensors ``...lora_A.<adapter>.weight`` and
+    ``...lora_B.<adapter>.weight``)."""
+    return is_lm_key(name) and ".lora_" not in name
+
+
 @dataclass
 class CaptionerConfig:
     """Architecture of one captioner.
@@ -49,6 +57,11 @@ class CaptionerConfig:
     ignored with a ``pretrained_dir``. ``causal`` is a pretrained decoder-only LM (it needs
     ``pretrained_dir``). ``lm_dtype`` is the LM's weight dtype (the projection stays float32;
     its output is cast to the LM's dtype).
+
+    ``lora_rank`` > 0 wraps a pretrained LM in a PEFT LoRA adapter of that rank on
+    ``lora_targets`` (scaled by ``lora_alpha / lora_rank``): stage 2 then trains the adapter
+    and the projection, and the LM's own weights stay frozen. The adapter starts as the
+    identity (PEFT initialises ``lora_B`` to zero), so stage 1 is the plain frozen-LM recipe.
     """
 
     decoder: Literal["gpt2", "t5", "causal"] = "gpt2"
@@ -66,6 +79,18 @@ class CaptionerConfig:
     max_caption_tokens: int = 40
     n_positions: int = 128
     in_dim: int = 0
+    lora_rank: int = 0
+    lora_alpha: float = 16.0
+    lora_targets: list[str] = dataclasses.field(default_factory=lambda: ["q_proj", "v_proj"])
+
+    def __post_init__(self) -> None:
+        if self.lora_rank < 0 or self.lora_alpha <= 0:
+            raise ValueError(f"lora_rank must be >= 0 and lora_alpha > 0, found {self.lora_rank}, {self.lora_alpha}")
+        if self.lora_rank and not self.pretrained_dir:
+            raise ValueError("lora_rank: a LoRA adapter is for a pretrained LM (set pretrained_dir); "
+                             "a decoder trained from scratch fine-tunes all of its weights")
+        if self.lora_rank and not self.lora_targets:
+            raise ValueError("lora_targets: name at least one module of the LM (for example q_proj)")
 
     def tokenizer_kind(self) -> str:
         """The concrete tokenizer kind ``auto`` resolves to."""
@@ -87,7 +112,8 @@ class ClipCapCaptioner(nn.Module):
         self.projection = PrefixProjection(cfg.in_dim, lm_hidden_size(lm), cfg.prefix_length,
                                            depth=cfg.projection_depth, hidden=cfg.projection_hidden,
                                            dropout=cfg.dropout)
-        # False while a pretrained LM holds exactly its pretrained weights (see save()).
+        # False while a pretrained LM holds exactly its pretrained weights (see save()); a
+        # LoRA adapter trains beside them, so it stays False then.
         self.lm_trained = not cfg.pretrained_dir
 
     @property
@@ -103,18 +129,26 @@ class ClipCapCaptioner(nn.Module):
         return prefix.to(self.lm.get_input_embeddings().weight.dtype)
 
     def set_lm_trainable(self, trainable: bool) -> None:
-        """Freeze (stage 1) or unfreeze (stage 2) the language model."""
+        """Freeze (stage 1) or unfreeze (stage 2) the language model: all of it, or only its
+        LoRA adapter when it has one."""
+        adapter = {id(p) for p in self.lm_parameters()}
         for p in self.lm.parameters():
-            p.requires_grad_(trainable)
-        self.lm_trained = self.lm_trained or trainable
+            p.requires_grad_(trainable and id(p) in adapter)
+        self.lm_trained = self.lm_trained or (trainable and not self.cfg.lora_rank)
+
+    def lm_parameters(self) -> list[nn.Parameter]:
+        """The LM's parameters that stage 2 trains: every one, or the LoRA adapter's."""
+        return [p for name, p in self.lm.named_parameters()
+                if not self.cfg.lora_rank or ".lora_" in f".{name}"]
 
     def weights(self) -> dict[str, torch.Tensor]:
-        """The state dict a checkpoint holds: everything, or all but the LM while the LM is
-        an untrained pretrained one (it is reloaded from ``pretrained_dir``)."""
+        """The state dict a checkpoint holds: everything, or all but the LM's own weights
+        while they are an untrained pretrained LM's (reloaded from ``pretrained_dir``; a LoRA
+        adapter's tensors are kept)."""
         state = self.state_dict()
         if self.lm_trained:
             return state
-        return {k: v for k, v in state.items() if not is_lm_key(k)}
+        return {k: v for k, v in state.items() if not is_base_lm_key(k)}
 
     def load_weights(self, state: dict[str, torch.Tensor]) -> None:
         """Load :meth:`weights` (full, or without the LM's tensors for a pretrained LM).
@@ -122,7 +156,7 @@ class ClipCapCaptioner(nn.Module):
         Raises:
             RuntimeError: on missing tensors other than a pretrained LM's, or unexpected ones.
         """
-        has_lm = any(map(is_lm_key, state))
+        has_lm = any(map(is_base_lm_key, state))
         if not has_lm and not self.cfg.pretrained_dir:
             raise RuntimeError("checkpoint has no LM weights, and this captioner's LM is not pretrained")
         if has_lm:
@@ -130,7 +164,7 @@ class ClipCapCaptioner(nn.Module):
             self.lm_trained = True
             return
         result = self.load_state_dict(state, strict=False)
-        missing = [k for k in result.missing_keys if not is_lm_key(k)]
+        missing = [k for k in result.missing_keys if not is_base_lm_key(k)]
         if missing or result.unexpected_keys:
             raise RuntimeError(f"checkpoint does not match the captioner: missing {missing}, "
                                f"unexpected {result.unexpected_keys}")
@@ -186,7 +220,25 @@ def create_captioner(cfg: CaptionerConfig, tokenizer: Any) -> ClipCapCaptioner:
                          f"{cfg.max_caption_tokens} exceeds n_positions {cfg.n_positions}")
     lm = build_decoder(cfg.decoder, tokenizer, pretrained_dir=cfg.pretrained_dir, hidden=cfg.hidden,
                        layers=cfg.layers, heads=cfg.heads, n_positions=cfg.n_positions, dtype=cfg.lm_dtype)
+    if cfg.lora_rank:
+        with torch.random.fork_rng(devices=[]):  # the projection's initialisation as without one
+            lm = _with_lora(lm, cfg)
     return ClipCapCaptioner(cfg, lm, tokenizer)
+
+
+def _with_lora(lm: nn.Module, cfg: CaptionerConfig) -> nn.Module:
+    """``lm`` wrapped in a PEFT LoRA adapter (``lora_B`` zero: the wrapped LM computes what
+    ``lm`` did). The adapter's tensors are float32 whatever ``lm_dtype`` is (PEFT's default)."""
+    from peft import LoraConfig, get_peft_model
+
+    names = {name.rsplit(".", 1)[-1] for name, _ in lm.named_modules()}
+    unknown = sorted(set(cfg.lora_targets) - names)
+    if unknown:
+        raise ValueError(f"lora_targets: the LM has no module named {unknown}")
+    peft_cfg = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                          target_modules=list(cfg.lora_targets), bias="none",
+                          task_type="SEQ_2_SEQ_LM" if cfg.decoder == "t5" else "CAUSAL_LM")
+    return get_peft_model(lm, peft_cfg)
 
 
 def load_captioner(folder: str | Path, *, device: str = "cpu", lm_dir: str | Path | None = None) -> ClipCapCaptioner:
@@ -221,4 +273,4 @@ def frozen_lm_dir(checkpoint: str | Path) -> str | None:
     if not cfg.get("pretrained_dir"):
         return None
     state = torch.load(Path(checkpoint) / "weights.pt", map_location="cpu", weights_only=True, mmap=True)
-    return None if any(map(is_lm_key, state)) else str(cfg["pretrained_dir"])
+    return None if any(map(is_base_lm_key, state)) else str(cfg["pretrained_dir"])

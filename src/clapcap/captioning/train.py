@@ -9,8 +9,8 @@
                           result.json
     result.json           the run's result: config, seed, per-stage history, best epochs
 
-Stage 1 trains the projection with the LM frozen; stage 2 trains projection and LM from
-stage 1's best checkpoint. The train seed drives initialisation, shuffling and dropout;
+Stage 1 trains the projection with the LM frozen; stage 2 trains projection and LM (or,
+with ``lora_rank`` set, the LM's LoRA adapter) from stage 1's best checkpoint. The train seed drives initialisation, shuffling and dropout;
 the data split is fixed upstream (split seed 42). Every epoch ends with an atomic
 ``last.pt``, so a crash loses at most the current epoch.
 """
@@ -151,7 +151,7 @@ def _optimizer(model: ClipCapCaptioner, stage: int, st: StageConfig) -> torch.op
     model.set_lm_trainable(stage == 2)
     groups = [{"params": list(model.projection.parameters()), "lr": st.lr_projection}]
     if stage == 2:
-        groups.append({"params": list(model.lm.parameters()), "lr": st.lr_lm})
+        groups.append({"params": model.lm_parameters(), "lr": st.lr_lm})  # all, or the LoRA adapter
     return adamw(groups, weight_decay=st.weight_decay)
 
 
