@@ -163,7 +163,7 @@ def test_csv_rows_are_counted_like_a_spreadsheet(tmp_path):
     from clapcap.data.readers import read_clotho, read_folder
 
     caps = ",".join(f"caption_{i}" for i in range(1, 6))
-    (tmp_path / "clotho.csv").write_text(f"file_name,{caps}\na.wav,a dog barks,,,,\nb.wav,,,,,\n")
+    (tmp_path / "clotho.csv").write_text(f"file_name,{caps}\na.wav,a dog barks,b,c,d,e\nb.wav,,,,,\n")
     with pytest.raises(ManifestError, match=r"clotho.csv: row 3 \(b.wav\): no non-empty caption"):
         read_clotho(tmp_path, tmp_path / "clotho.csv")
     (tmp_path / "meta.csv").write_text("file_name,caption\nx.wav,\n")

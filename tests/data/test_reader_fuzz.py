@@ -96,11 +96,12 @@ def clotho_cases(draw):
         row = Row(draw)
         name, kind = row.cell([f"{s}.wav" for s in GOOD_STEMS], BAD_IDS + ["."],
                               [f"{s}.wav" for s in MISSING_STEMS] + ["sub/none.wav"])
-        caps = [row.text(blank_is_bad=False)[0] for _ in CLOTHO_CAPTIONS]
+        cells = [row.text() for _ in CLOTHO_CAPTIONS]  # a blank caption refuses the row
+        caps = [cap for cap, _ in cells]
         rows.append({"file_name": name, **dict(zip(CLOTHO_CAPTIONS, caps, strict=True)),
                      **{c: draw(csvfuzz.CELL) for c in header if c in EXTRA_COLUMNS}})
-        stripped = [c.strip() for c in caps if c.strip()]
-        spec.append((name, kind if stripped else "bad", stripped))
+        blank = any(k == "bad" for _, k in cells)
+        spec.append((name, "bad" if blank else kind, [c.strip() for c in caps]))
     return header, dropped, rows, spec, draw(csvfuzz.csv_cases(header, rows))
 
 
@@ -242,6 +243,7 @@ def test_folder_fuzz(root, tmp_path_factory, case_data, on_error):
 
 # Regressions: minimal examples of the defects the fuzzing found (each failed before).
 CLOTHO_HEADER = "file_name,caption_1,caption_2,caption_3,caption_4,caption_5\n"
+MORE = ",c2,c3,c4,c5"  # captions 2-5 of a Clotho row
 MUSICCAPS_HEADER = "ytid,start_s,end_s,aspect_list,caption,is_audioset_eval,is_balanced_subset\n"
 
 
@@ -254,9 +256,9 @@ def _csv(tmp_path: Path, text: str, name: str = "meta.csv") -> Path:
 def test_numeric_looking_ids_and_captions_stay_text(root, tmp_path):
     # pandas typed the columns: file_name 123 crashed Path() with a TypeError, youtube_id
     # 007 became clip "7" (file not found) and caption "1.50" became "1.5"
-    df, _ = read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + "123.wav,1.50,,,,\n"))
-    assert df["captions"].tolist() == [["1.50"]]
-    df, _ = read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + "123,x,,,,\n"), on_error="skip")
+    df, _ = read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + "123.wav,1.50,007,3,4,5\n"))
+    assert df["captions"].tolist() == [["1.50", "007", "3", "4", "5"]]
+    df, _ = read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"123,x{MORE}\n"), on_error="skip")
     assert df.empty  # "audio/123" is not a file: skipped and reported, not a TypeError
     df, _ = read_audiocaps(root, _csv(tmp_path, "audiocap_id,youtube_id,start_time,caption\n1,007,0,a dog\n"))
     assert df["clip_id"].tolist() == ["007"] and df["audio_path"].tolist() == ["audio/007.wav"]
@@ -269,7 +271,7 @@ def test_a_row_with_one_field_too_many_is_refused_not_shifted(root, tmp_path):
 
 
 @pytest.mark.parametrize("reader, text", [
-    (read_clotho, CLOTHO_HEADER + "a.wav,x,,,,\nb.wav,y,,,,\na.wav,z,,,,\n"),
+    (read_clotho, CLOTHO_HEADER + f"a.wav,x{MORE}\nb.wav,y{MORE}\na.wav,z{MORE}\n"),
     (read_folder, "file_name,caption\naudio/a.wav,x\naudio/b.wav,y\naudio/a.flac,z\n"),
     (read_musiccaps, MUSICCAPS_HEADER + "a,0,1,[],x,True,False\nb,0,1,[],y,True,False\na,0,1,[],z,True,False\n"),
 ])
@@ -309,7 +311,7 @@ def test_folder_unknown_split_names_the_row(root, tmp_path):
 
 def test_row_numbers_are_one_based_file_lines(root, tmp_path):
     # messages said "row 0" for the first data row; blank lines and multiline captions count
-    text = CLOTHO_HEADER + '\na.wav,"two\nlines",,,,\nb.wav,,,,,\n'
+    text = CLOTHO_HEADER + f'\na.wav,"two\nlines"{MORE}\nb.wav,,,,,\n'
     with pytest.raises(ManifestError, match=r"meta.csv: row 5 \(b.wav\): no non-empty caption"):
         read_clotho(root, _csv(tmp_path, text))
 
@@ -317,17 +319,17 @@ def test_row_numbers_are_one_based_file_lines(root, tmp_path):
 def test_unusable_file_names_are_named_errors(root, tmp_path):
     # a name too long for the filesystem raised OSError; a NUL raised "embedded null byte"
     long = "x" * 300 + ".wav"
-    with pytest.raises(AudioError, match=r"cannot access .*\(listed in .*meta.csv: row 2\)"):
-        read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"{long},x,,,,\n"))
-    df, report = read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"{long},x,,,,\n"), on_error="skip")
+    with pytest.raises(AudioError, match=r"cannot access .*\(clip 'x+', listed in .*meta.csv: row 2\)"):
+        read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"{long},x{MORE}\n"))
+    df, report = read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"{long},x{MORE}\n"), on_error="skip")
     assert df.empty and len(report.skipped) == 1
     with pytest.raises(ManifestError, match="meta.csv: row 2: file_name must be a non-empty name without NUL"):
-        read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + "a\x00.wav,x,,,,\n"))
+        read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"a\x00.wav,x{MORE}\n"))
 
 
 def test_audio_errors_name_the_csv_row(root, tmp_path):
-    with pytest.raises(AudioError, match=r"missing.wav: file not found \(listed in .*meta.csv: row 3\)"):
-        read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + "a.wav,x,,,,\nmissing.wav,y,,,,\n"))
+    with pytest.raises(AudioError, match=r"missing.wav: file not found \(clip 'missing', listed in .*meta.csv: row 3\)"):
+        read_clotho(root, _csv(tmp_path, CLOTHO_HEADER + f"a.wav,x{MORE}\nmissing.wav,y{MORE}\n"))
     with pytest.raises(ManifestError, match=r"meta.csv: row 2: audio_path .* resolves outside"):
         read_folder(root, _csv(tmp_path, "file_name,caption\n../elsewhere.wav,x\n"))
 

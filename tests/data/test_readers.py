@@ -120,3 +120,15 @@ def test_only_float_files_are_decoded_for_the_sample_check(tmp_path, make_clotho
     monkeypatch.setattr(audio, "_check_finite", lambda path, sr: decoded.append(path.name))
     df, _ = read_clotho(root, root / "captions.csv")
     assert len(df) == 3 and decoded == ["clip2.wav"]
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_clotho_blank_caption_is_refused_naming_row_and_column(tmp_path, make_clotho, blank):
+    """Old code kept clip1 with four captions, silently (AudioCaps refused the same case)."""
+    root = make_clotho(tmp_path / "ds")
+    csv = root / "captions.csv"
+    csv.write_text(csv.read_text().replace("tone number 1 variant 2", blank))
+    for on_error in ("raise", "skip"):  # a malformed row, not a bad audio file: always refused
+        with pytest.raises(ManifestError, match=r"captions.csv: row 3 \(clip1.wav\): empty caption in "
+                                                r"column\(s\) caption_3; a Clotho row has five captions"):
+            read_clotho(root, csv, on_error=on_error)

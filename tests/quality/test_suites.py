@@ -40,6 +40,45 @@ def test_planted_violation_fails(tiny_corpus, plant, expectation):
     assert expectation in failed
 
 
+def test_failures_name_the_offending_clips_and_their_count(tiny_corpus):
+    """Old messages named only values (``duration_s ... -> ['0.01']``): no clip, file or row."""
+    df = load_dataset(tiny_corpus).manifest.copy()
+    df.loc[[3, 5, 6, 7, 8, 9, 10], "duration_s"] = 600.0  # seven clips, five named
+    df.loc[12, "duration_s"] = 0.01
+    df.loc[20, ["clip_id", "split"]] = [df.loc[1, "clip_id"], "test" if df.loc[1, "split"] != "test" else "val"]
+    report = validate_manifest(df, **KW)
+    lines = report.failures()
+    duration = next(line for line in lines if "duration_s" in line)
+    first = f"clip {df.loc[3, 'clip_id']!r} ({df.loc[3, 'audio_path']}, split {df.loc[3, 'split']}, " \
+            f"manifest row 5): duration_s=600.0"
+    assert "; 8 offending row(s): " + first in duration and duration.endswith("; and 3 more")
+    assert f"clip {df.loc[12, 'clip_id']!r}" not in duration  # only the first five are named
+    twice = next(line for line in lines if "'column': 'clip_id'" in line)
+    assert "2 offending row(s)" in twice
+    for i in (1, 20):  # the clip in two splits: both rows, each with its file and split
+        assert f"({df.loc[i, 'audio_path']}, split {df.loc[i, 'split']}, manifest row {i + 2})" in twice
+    assert "Offending rows:" in report.to_markdown()
+
+
+def test_a_passing_report_carries_nothing_extra(tiny_corpus):
+    """A clean dataset's validation.json/.md stay as they were (no new key, no new line)."""
+    report = validate_manifest(load_dataset(tiny_corpus).manifest, **KW)
+    assert report.success and "Offending" not in report.to_markdown()
+    assert all(set(r) == {"expectation", "kwargs", "success", "unexpected"}
+               for r in report.to_dict()["suites"]["manifest"]["results"])
+
+
+def test_split_and_dump_failures_name_their_rows(tiny_corpus):
+    df = load_dataset(tiny_corpus).manifest.copy()
+    df.loc[df["split"] == "test", "split"] = "train"
+    line = validate_split_sizes(df, {"train": 0.7, "val": 0.1, "test": 0.2}).failures()[0]
+    assert "2 offending row(s): split test: 0 clips, expected 8; split train: 36 clips, expected 28" in line
+    audio, text = np.ones((2, 4)), np.ones((3, 4))
+    text[1, 0] = np.nan
+    line = validate_dump_arrays(audio, text, np.array([0, 1, 1])).failures()[0]
+    assert line.endswith("; 1 offending row(s): text embedding 1: finite=False")
+
+
 def test_split_sizes_checked(tiny_corpus):
     df = load_dataset(tiny_corpus).manifest.copy()
     fractions = {"train": 0.7, "val": 0.1, "test": 0.2}
@@ -51,7 +90,8 @@ def test_split_sizes_checked(tiny_corpus):
 def test_validate_data_stage_fails_on_violation(tiny_corpus_params, tmp_path):
     params = tiny_corpus_params
     params.max_duration_s = 3.0  # clips are up to 4 s; a validation threshold, not a build input
-    with pytest.raises(DataValidationError, match="duration_s"):
+    with pytest.raises(DataValidationError, match=r"duration_s.*offending row\(s\): clip '.+' \(.+\.wav, "
+                                                  r"split \w+, manifest row \d+\): duration_s=3\.\d+"):
         validate_data(params, tmp_path / "rep")
     assert "FAILED" in (tmp_path / "rep" / "validation.md").read_text()
 

@@ -4,7 +4,7 @@ A real dataset lives outside the repository, so DVC cannot track it as an ordina
 dependency. The ``data_listing`` stage (``always_changed``) writes ``data/listing.json``:
 the path (relative to ``data.external.root``), size and SHA-256 of every metadata CSV
 named in ``data.external.csv`` and of every audio file under ``root/audio_dir`` (the whole
-``root`` for the folder source), sorted by path. There is no absolute path and no mtime in
+``root`` for the folder source; symlinked folders are followed), sorted by path. There is no absolute path and no mtime in
 it, so it changes exactly when the content does; ``prepare_data`` depends on it, and DVC
 reruns it (and what depends on it) after a caption is edited or an audio file is replaced,
 added or removed. The synthetic source lists no files, so its listing never changes.
@@ -70,10 +70,19 @@ class _HashMemo:
 
 
 def _audio_files(base: Path) -> list[Path]:
+    """Audio files under ``base``, following symlinked folders (prepare reads through them,
+    so their files must be listed) but not into a folder that is its own ancestor."""
     if not base.is_dir():
         return []
     found = []
-    for dirpath, dirnames, filenames in os.walk(base):
+    ancestors: dict[str, frozenset[str]] = {}  # dirpath -> real paths of it and its parents
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
+        real = os.path.realpath(dirpath)
+        above = ancestors.get(os.path.dirname(dirpath), frozenset())
+        if real in above:  # a symlink loop: listed once, on the way down
+            dirnames[:] = []
+            continue
+        ancestors[dirpath] = above | {real}
         dirnames.sort()
         found += [Path(dirpath) / n for n in filenames if Path(n).suffix.lower() in SUPPORTED_SUFFIXES]
     return found

@@ -22,13 +22,15 @@ column                        meaning
 ============================  ==========================================================
 
 List and object columns are JSON strings in the file and Python objects in memory.
-Paths are relative to the dataset root; one that resolves outside it is refused. "row N"
-in a message counts the header as row 1 (the first clip is row 2), as a spreadsheet does.
+Paths are relative to the dataset root; an absolute one, or one whose ``..`` climbs above
+the root, is refused (see :func:`resolve_audio_path` for symlinks). "row N" in a message
+counts the header as row 1 (the first clip is row 2), as a spreadsheet does.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +53,31 @@ class ManifestError(InputError, ValueError):
 
 
 def resolve_audio_path(root: str | Path, audio_path: str | Path) -> Path:
-    """Resolve ``audio_path`` against the dataset ``root``.
+    """The file ``audio_path`` names under the dataset ``root``.
+
+    The root itself is resolved first (it may be, or lie under, a symlink). The path is then
+    measured against it as written: it must be relative, and its ``..`` components must not
+    climb above the root. Symlinks *inside* the root (an ``audio`` folder on shared storage,
+    or a file linked from a full copy of the dataset) are the dataset owner's layout and are
+    followed wherever they point, like any folder the owner chose as ``root``; only the
+    metadata's text is kept inside the root. ``a/../b`` is read as ``b`` under the root even
+    when ``a`` is a symlink, so a path never reaches outside through ``..``.
+
+    Returns:
+        ``<resolved root>/<normalised audio_path>`` (symlinks below the root not resolved).
 
     Raises:
-        ManifestError: when the path is absolute or resolves outside ``root``
-            (``../`` escapes and symlinks pointing elsewhere are refused).
+        ManifestError: when the path is absolute or its ``..`` climbs above ``root``.
     """
     root = Path(root).resolve()
-    rel = Path(audio_path)
-    if rel.is_absolute():
-        raise ManifestError(f"audio_path {str(audio_path)!r} is absolute; it must be relative to {root}")
-    full = (root / rel).resolve()
-    if full != root and root not in full.parents:
-        raise ManifestError(f"audio_path {str(audio_path)!r} resolves outside the dataset root {root}")
-    return full
+    text = str(audio_path)
+    if Path(text).is_absolute():
+        raise ManifestError(f"audio_path {text!r} is absolute; it must be relative to {root}")
+    rel = Path(os.path.normpath(text))  # lexical: "a/../b" -> "b", "a/../../b" -> "../b"
+    if rel.parts[:1] == ("..",):
+        raise ManifestError(f"audio_path {text!r} resolves outside the dataset root {root}: "
+                            f"its '..' climbs above the root")
+    return root / rel
 
 
 def _parse_json_cell(value: Any, column: str, row: int, path: Path | str) -> Any:

@@ -24,8 +24,8 @@ import pandas as pd
 from clapcap.data.audio import LoadReport
 from clapcap.data.config import DataParams
 from clapcap.data.listing import build_listing, listing_digest
-from clapcap.data.manifest import read_manifest, resolve_audio_path, write_manifest
-from clapcap.data.readers import READERS
+from clapcap.data.manifest import ManifestError, read_manifest, resolve_audio_path, write_manifest
+from clapcap.data.readers import READERS, ROWS_ATTR, AudioLimits
 from clapcap.data.real import read_ovos_animals
 from clapcap.data.splits import apply_splits
 from clapcap.data.synth import generate_corpus
@@ -34,7 +34,8 @@ from clapcap.utils.io import prepared_dataset_hash, read_json, sha256_file, sha2
 
 logger = logging.getLogger(__name__)
 
-# ``data`` keys that do not change what prepare builds: where it goes, and validate's thresholds.
+# ``data`` keys that do not change what prepare builds: where it goes, and the audio limits,
+# which (with on_error: raise, or for the synthetic corpus) only decide whether it fails.
 _NOT_BUILD_INPUTS = ("out_dir", "min_duration_s", "max_duration_s", "allowed_sample_rates")
 
 
@@ -71,23 +72,41 @@ def load_dataset(out_dir: str | Path) -> Dataset:
 
 
 def _read_external(params: DataParams) -> tuple[pd.DataFrame, LoadReport, Path]:
+    """Read every CSV of ``data.external``, checking the audio limits as ``on_error`` says.
+
+    Raises:
+        ManifestError: naming both CSV rows of a clip listed in two splits' CSVs.
+    """
     ext = params.external
     if not ext.root or not ext.csv:
         raise ValueError(f"data.source={params.source} needs data.external.root and data.external.csv")
     root = Path(ext.root).expanduser().resolve()
     reader = READERS[params.source]
+    limits = AudioLimits(params.min_duration_s, params.max_duration_s, tuple(params.allowed_sample_rates))
     frames, report = [], LoadReport()
     for split, csv in ext.csv.items():
-        kwargs = {"split": "train" if split == "all" else split, "on_error": params.on_error}
+        kwargs = {"split": "train" if split == "all" else split, "on_error": params.on_error, "limits": limits}
         if params.source != "folder":
             kwargs["audio_dir"] = ext.audio_dir
         df, rep = reader(root, root / csv, **kwargs)
         frames.append(df)
         report.skipped += [{**s, "path": _relative_to(s["path"], root)} for s in rep.skipped]
+    _check_one_split_per_clip(frames)
     df = pd.concat(frames, ignore_index=True)
     if "all" in ext.csv:
         df = apply_splits(df, params.split_fractions, params.split_seed)
     return df, report, root
+
+
+def _check_one_split_per_clip(frames: list[pd.DataFrame]) -> None:
+    """Refuse a clip that two splits' CSVs list (it would be trained and tested on)."""
+    seen: dict[str, tuple[str, str]] = {}
+    for df in frames:
+        for clip_id, split, where in zip(df["clip_id"], df["split"], df.attrs[ROWS_ATTR], strict=True):
+            first = seen.setdefault(clip_id, (split, where))
+            if first != (split, where):
+                raise ManifestError(f"{where}: clip {clip_id!r} (split {split}) is also listed in "
+                                    f"{first[1]} (split {first[0]}); a clip belongs to one split")
 
 
 def _relative_to(path: str, root: Path) -> str:
@@ -118,8 +137,11 @@ def _add_real_audio(df: pd.DataFrame, out_dir: Path) -> pd.DataFrame:
 
 def params_digest(params: DataParams) -> str:
     """SHA-256 of the ``data`` params as parsed (defaults filled in), leaving out the keys that
-    do not change what prepare builds (``out_dir`` and validate's thresholds)."""
-    fields = {k: v for k, v in dataclasses.asdict(params).items() if k not in _NOT_BUILD_INPUTS}
+    do not change what prepare builds: ``out_dir``, and the audio limits unless a real source
+    skips the clips out of them (``on_error: skip``)."""
+    skips = params.source != "synthetic" and params.on_error == "skip"
+    left_out = ("out_dir",) if skips else _NOT_BUILD_INPUTS
+    fields = {k: v for k, v in dataclasses.asdict(params).items() if k not in left_out}
     return sha256_json(fields)
 
 
@@ -134,7 +156,10 @@ def prepare_data(params: DataParams, *, progress: bool = True, memo_path: str | 
         The path of the written manifest.
 
     Raises:
-        ValueError / AudioError / ManifestError: on bad configuration or bad input files.
+        ValueError / AudioError / ManifestError: on bad configuration or bad input files
+            (for a real source: an audio file whose duration or sample rate is outside
+            ``data.min_duration_s``/``max_duration_s``/``allowed_sample_rates`` unless
+            ``on_error: skip`` lists it in ``dataset.json``; a clip in two splits' CSVs).
         FileNotFoundError: naming a missing dataset root or metadata CSV.
     """
     out_dir = Path(params.out_dir)

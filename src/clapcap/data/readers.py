@@ -13,12 +13,14 @@ Supported layouts (``root`` is the dataset folder; audio paths are relative to i
   ``caption*`` columns.
 
 Every data row of a CSV becomes a clip (AudioCaps: a caption of a clip); none is dropped
-silently. A malformed row (empty id or caption, a number or flag that does not parse, a
-clip listed twice, a wrong field count) raises :class:`~clapcap.data.manifest.ManifestError`
-naming the file and the row as its 1-based file line (the header is line 1). Files that
-are missing or unreadable, or hold NaN/infinite samples, raise
-:class:`~clapcap.data.audio.AudioError` (naming the audio file and the CSV row), or, with
-``on_error="skip"``, are listed in the returned report and left out.
+silently. A malformed row (empty id or caption, a Clotho row with fewer than five
+captions, a number or flag that does not parse, a clip listed twice, a wrong field count)
+raises :class:`~clapcap.data.manifest.ManifestError` naming the file and the row as its
+1-based file line (the header is line 1). Files that are missing or unreadable, hold
+NaN/infinite samples, or (given :class:`AudioLimits`) have a duration or sample rate out of
+range, raise :class:`~clapcap.data.audio.AudioError` (naming the audio file, the clip and
+the CSV row), or, with ``on_error="skip"``, are listed in the returned report and left out.
+The returned frame's ``attrs["source_rows"]`` holds each clip's ``"<csv>: row N"``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import ast
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +42,27 @@ from clapcap.data.manifest import REQUIRED_COLUMNS, SPLITS, ManifestError, resol
 logger = logging.getLogger(__name__)
 OnError = Literal["raise", "skip"]
 Record = tuple[str, dict[str, str]]  # ("<csv>: row N", {column: cell text})
+ROWS_ATTR = "source_rows"  # DataFrame.attrs key: each clip's "<csv>: row N"
+
+
+@dataclass(frozen=True)
+class AudioLimits:
+    """The duration and sample-rate range a clip must have (``data.min_duration_s``,
+    ``data.max_duration_s``, ``data.allowed_sample_rates``); ``None`` rates allow any."""
+
+    min_duration_s: float = 0.0
+    max_duration_s: float = math.inf
+    sample_rates: tuple[int, ...] | None = None
+
+    def check(self, path: Path, duration_s: float, sample_rate: int) -> None:
+        """Raises AudioError naming ``path`` and the limit it breaks."""
+        if duration_s < self.min_duration_s:
+            raise AudioError(path, f"too short: {duration_s:.3f} s < data.min_duration_s {self.min_duration_s:g} s")
+        if duration_s > self.max_duration_s:
+            raise AudioError(path, f"too long: {duration_s:.3f} s > data.max_duration_s {self.max_duration_s:g} s")
+        if self.sample_rates is not None and sample_rate not in self.sample_rates:
+            raise AudioError(path, f"sample rate {sample_rate} Hz not in data.allowed_sample_rates "
+                                   f"{list(self.sample_rates)}")
 
 
 def _require_columns(df: pd.DataFrame, columns: list[str], path: Path) -> None:
@@ -94,12 +118,12 @@ def _check_unique(entries: list[dict]) -> None:
 
 
 def _rows_with_audio(
-    root: Path, entries: list[dict], on_error: OnError, report: LoadReport
-) -> pd.DataFrame:
-    """Fill ``duration_s``/``sample_rate`` from each file's header and refuse float files
-    holding NaN/inf samples; handle bad files as ``on_error`` says."""
+    root: Path, entries: list[dict], on_error: OnError, limits: AudioLimits | None
+) -> tuple[pd.DataFrame, LoadReport]:
+    """Fill ``duration_s``/``sample_rate`` from each file's header; refuse float files
+    holding NaN/inf samples and files out of ``limits``; handle bad files as ``on_error`` says."""
     _check_unique(entries)
-    rows = []
+    rows, wheres, report = [], [], LoadReport()
     for entry in entries:
         where = entry.pop("_where")
         try:
@@ -108,13 +132,18 @@ def _rows_with_audio(
             raise ManifestError(f"{where}: {err}") from err
         try:
             entry["duration_s"], entry["sample_rate"] = audio_info(full, check_samples=True)
+            if limits is not None:
+                limits.check(full, entry["duration_s"], entry["sample_rate"])
         except AudioError as err:
             if on_error == "raise":
-                raise AudioError(err.path, f"{err.reason} (listed in {where})") from err
+                raise AudioError(err.path, f"{err.reason} (clip {entry['clip_id']!r}, listed in {where})") from err
             report.add(err)
             continue
         rows.append(entry)
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=REQUIRED_COLUMNS)
+        wheres.append(where)
+    out = pd.DataFrame(rows) if rows else pd.DataFrame(columns=REQUIRED_COLUMNS)
+    out.attrs[ROWS_ATTR] = wheres
+    return out, report
 
 
 def _exists(path: Path) -> bool:
@@ -133,12 +162,18 @@ def _find_audio(root: Path, audio_dir: str, stem: str, exts: tuple[str, ...]) ->
 
 
 def read_clotho(root: str | Path, csv_path: str | Path, *, audio_dir: str = "audio",
-                split: str = "train", on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
+                split: str = "train", on_error: OnError = "raise",
+                limits: AudioLimits | None = None) -> tuple[pd.DataFrame, LoadReport]:
     """Read a Clotho captions CSV. Returns ``(manifest rows, report of skipped files)``.
 
+    Every row must have its five captions: a blank one is refused, as AudioCaps refuses an
+    empty caption, since a clip with fewer captions silently changes the query set.
+
     Raises:
-        ManifestError: naming the file and row (1-based file line) of a malformed row.
-        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+        ManifestError: naming the file and row (1-based file line) of a malformed row, and
+            the column of an empty caption.
+        AudioError: for a missing, unreadable or (``limits``) out-of-range audio file,
+            unless ``on_error="skip"``.
     """
     root, csv_path = Path(root), Path(csv_path)
     cap_cols = [f"caption_{i}" for i in range(1, 6)]
@@ -146,25 +181,30 @@ def read_clotho(root: str | Path, csv_path: str | Path, *, audio_dir: str = "aud
     entries = []
     for where, rec in records:
         name = _name(rec["file_name"], "file_name", where)
-        caps = [rec[c].strip() for c in cap_cols if rec[c].strip()]
-        if not caps:
+        caps = [rec[c].strip() for c in cap_cols]
+        if not any(caps):
             raise ManifestError(f"{where} ({name}): no non-empty caption")
+        if not all(caps):
+            empty = [c for c, cap in zip(cap_cols, caps, strict=True) if not cap]
+            raise ManifestError(f"{where} ({name}): empty caption in column(s) {', '.join(empty)}; "
+                                f"a Clotho row has five captions (caption_1..caption_5)")
         rel = f"{audio_dir}/{name}" if audio_dir else name
         entries.append({"clip_id": _name(Path(name).stem, "clip id (file_name stem)", where),
                         "audio_path": rel, "split": split, "source": "clotho", "captions": caps,
                         "is_audioset_eval": None, "_where": where})
-    report = LoadReport()
-    return _rows_with_audio(root, entries, on_error, report), report
+    return _rows_with_audio(root, entries, on_error, limits)
 
 
 def read_audiocaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "audio",
                    split: str = "train", exts: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg"),
-                   on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
+                   on_error: OnError = "raise", limits: AudioLimits | None = None,
+                   ) -> tuple[pd.DataFrame, LoadReport]:
     """Read an AudioCaps CSV (one row per caption). Returns ``(rows, report)``.
 
     Raises:
         ManifestError: naming the file and row of a malformed row (an empty caption too).
-        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+        AudioError: for a missing, unreadable or (``limits``) out-of-range audio file,
+            unless ``on_error="skip"``.
     """
     root, csv_path = Path(root), Path(csv_path)
     _, records = _read_records(csv_path, ["audiocap_id", "youtube_id", "start_time", "caption"])
@@ -182,8 +222,7 @@ def read_audiocaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "
                            "meta": {"audiocap_ids": [], "start_time": start}, "_where": where}
         clips[ytid]["captions"].append(caption)
         clips[ytid]["meta"]["audiocap_ids"].append(cap_id)
-    report = LoadReport()
-    return _rows_with_audio(root, list(clips.values()), on_error, report), report
+    return _rows_with_audio(root, list(clips.values()), on_error, limits)
 
 
 def _parse_bool(value: str, where: str) -> bool:
@@ -209,12 +248,14 @@ def _aspect_list(value: str, where: str) -> list[str]:
 
 def read_musiccaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "audio",
                    split: str = "train", exts: tuple[str, ...] = (".wav", ".flac", ".mp3", ".ogg"),
-                   on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
+                   on_error: OnError = "raise", limits: AudioLimits | None = None,
+                   ) -> tuple[pd.DataFrame, LoadReport]:
     """Read the MusicCaps CSV (one caption per clip). Returns ``(rows, report)``.
 
     Raises:
         ManifestError: naming the file and row of a malformed row.
-        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+        AudioError: for a missing, unreadable or (``limits``) out-of-range audio file,
+            unless ``on_error="skip"``.
     """
     root, csv_path = Path(root), Path(csv_path)
     cols = ["ytid", "start_s", "end_s", "aspect_list", "caption", "is_audioset_eval", "is_balanced_subset"]
@@ -233,12 +274,12 @@ def read_musiccaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "
                         "split": split, "source": "musiccaps", "captions": [rec["caption"].strip()],
                         "is_audioset_eval": _parse_bool(rec["is_audioset_eval"], where),
                         "meta": meta, "_where": row_where})
-    report = LoadReport()
-    return _rows_with_audio(root, entries, on_error, report), report
+    return _rows_with_audio(root, entries, on_error, limits)
 
 
 def read_folder(root: str | Path, metadata_csv: str | Path, *, source: str = "folder",
-                split: str = "train", on_error: OnError = "raise") -> tuple[pd.DataFrame, LoadReport]:
+                split: str = "train", on_error: OnError = "raise",
+                limits: AudioLimits | None = None) -> tuple[pd.DataFrame, LoadReport]:
     """Read an audio folder with a metadata CSV (``file_name`` + ``caption*`` columns).
 
     Optional columns: ``split`` (overrides ``split`` when not empty) and ``labels``
@@ -246,7 +287,8 @@ def read_folder(root: str | Path, metadata_csv: str | Path, *, source: str = "fo
 
     Raises:
         ManifestError: naming the file and row of a malformed row.
-        AudioError: for a missing or unreadable audio file, unless ``on_error="skip"``.
+        AudioError: for a missing, unreadable or (``limits``) out-of-range audio file,
+            unless ``on_error="skip"``.
     """
     root, metadata_csv = Path(root), Path(metadata_csv)
     df, records = _read_records(metadata_csv, ["file_name"])
@@ -269,8 +311,7 @@ def read_folder(root: str | Path, metadata_csv: str | Path, *, source: str = "fo
         if rec.get("labels", "").strip():
             entry["labels"] = [s.strip() for s in rec["labels"].split(";") if s.strip()]
         entries.append(entry)
-    report = LoadReport()
-    return _rows_with_audio(root, entries, on_error, report), report
+    return _rows_with_audio(root, entries, on_error, limits)
 
 
 READERS: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {

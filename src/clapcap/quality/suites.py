@@ -14,11 +14,17 @@ returns a :class:`ValidationReport` (readable as JSON and Markdown). Suites:
 ``dump``
     one row per embedding: finite, expected dimension, L2 norm within
     [min_norm, max_norm]; caption rows point at an existing clip row.
+
+A failed expectation names its offending rows: the first few (``MAX_NAMED``), each as the
+suite describes it (a manifest row as its clip id, audio file, split and manifest row, the
+header being row 1), and the total count. Passing expectations carry nothing extra, so a
+clean dataset's report is unchanged.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +32,9 @@ import numpy as np
 import pandas as pd
 
 logger = logging.getLogger(__name__)
+
+MAX_NAMED = 5  # offending rows named per failed expectation (the total is always given)
+Describe = Callable[[pd.DataFrame, int, str | None], str]  # (frame, row index, column) -> text
 
 
 @dataclass
@@ -36,8 +45,8 @@ class ValidationReport:
     suites: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def failures(self) -> list[str]:
-        """Readable lines, one per failed expectation."""
-        return [f"{suite}: {r['expectation']} {r['kwargs']} -> {r['unexpected']}"
+        """Readable lines, one per failed expectation, naming its offending rows."""
+        return [f"{suite}: {r['expectation']} {r['kwargs']} -> {r['unexpected']}{_offending_text(r)}"
                 for suite, info in self.suites.items() for r in info["results"] if not r["success"]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -51,6 +60,10 @@ class ValidationReport:
             for r in info["results"]:
                 lines.append(f"| {r['expectation']} | {r['kwargs']} | {'ok' if r['success'] else 'FAIL'} "
                              f"| {r['unexpected']} |")
+            named = [r for r in info["results"] if "offending" in r]
+            if named:
+                lines += ["", "Offending rows:"]
+                lines += [f"- {r['expectation']} {r['kwargs']}{_offending_text(r)}" for r in named]
             lines.append("")
         return "\n".join(lines)
 
@@ -58,8 +71,44 @@ class ValidationReport:
         return ValidationReport(self.success and other.success, {**self.suites, **other.suites})
 
 
-def run_suite(name: str, df: pd.DataFrame, expectations: list[Any]) -> ValidationReport:
-    """Run great-expectations ``expectations`` on ``df``; returns a report (never raises on failure)."""
+def _offending_text(result: dict[str, Any]) -> str:
+    off = result.get("offending")
+    if not off:
+        return ""
+    more = off["count"] - len(off["rows"])
+    return (f"; {off['count']} offending row(s): " + "; ".join(off["rows"])
+            + (f"; and {more} more" if more > 0 else ""))
+
+
+def _value_text(frame: pd.DataFrame, index: int, column: str | None) -> str:
+    """``": column=value"`` for the checked column of a row (empty without one)."""
+    if column is None or column not in frame.columns:
+        return ""
+    value = frame.at[index, column]
+    return f": {column}={value.item() if isinstance(value, np.generic) else value!r}"
+
+
+def _row_label(frame: pd.DataFrame, index: int, column: str | None) -> str:
+    """The default description of a frame row: its position and the checked value."""
+    return f"row {index}{_value_text(frame, index, column)}"
+
+
+def _offending(info: dict[str, Any], kwargs: dict[str, Any], frame: pd.DataFrame,
+               describe: Describe) -> dict[str, Any] | None:
+    """``{"count", "rows"}``: the unexpected count and the first ``MAX_NAMED`` rows described."""
+    index = info.get("partial_unexpected_index_list")
+    if not index:
+        return None
+    column = kwargs.get("column")
+    count = int(info.get("unexpected_count") or len(index))
+    return {"count": count, "rows": [describe(frame, int(i), column) for i in index[:MAX_NAMED]]}
+
+
+def run_suite(name: str, df: pd.DataFrame, expectations: list[Any], *,
+              describe: Describe = _row_label) -> ValidationReport:
+    """Run great-expectations ``expectations`` on ``df`` (its index a RangeIndex, as the
+    offending rows are named by it, through ``describe``); returns a report (never raises on
+    failure)."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -78,8 +127,13 @@ def run_suite(name: str, df: pd.DataFrame, expectations: list[Any]) -> Validatio
         cfg = res.expectation_config
         info = res.result or {}
         unexpected = info.get("partial_unexpected_list") or info.get("observed_value")
-        rows.append({"expectation": cfg.type, "kwargs": {k: v for k, v in cfg.kwargs.items() if k != "batch_id"},
-                     "success": bool(res.success), "unexpected": _short(unexpected)})
+        kwargs = {k: v for k, v in cfg.kwargs.items() if k != "batch_id"}
+        row = {"expectation": cfg.type, "kwargs": kwargs, "success": bool(res.success),
+               "unexpected": _short(unexpected)}
+        offending = None if res.success else _offending(info, kwargs, df, describe)
+        if offending:
+            row["offending"] = offending
+        rows.append(row)
     ok = bool(result.success)
     if not ok:
         logger.warning("suite %s failed", name)
@@ -95,7 +149,9 @@ def _short(value: Any, limit: int = 10) -> Any:
 
 
 def manifest_frame(manifest: pd.DataFrame) -> pd.DataFrame:
-    """The columns the manifest suite checks (captions reduced to counts and lengths)."""
+    """The columns the manifest suite checks (captions reduced to counts and lengths), one
+    row per manifest row, indexed by position."""
+    manifest = manifest.reset_index(drop=True)
     caps = manifest["captions"]
     return pd.DataFrame({
         "clip_id": manifest["clip_id"], "audio_path": manifest["audio_path"],
@@ -105,6 +161,13 @@ def manifest_frame(manifest: pd.DataFrame) -> pd.DataFrame:
         "min_caption_chars": [min((len(s.strip()) for s in c), default=0) if isinstance(c, list) else 0
                               for c in caps],
     })
+
+
+def _clip_label(frame: pd.DataFrame, index: int, column: str | None) -> str:
+    """A manifest row as ``clip 'id' (audio path, split, manifest row N)`` plus the checked value."""
+    value = "" if column in ("clip_id", "audio_path") else _value_text(frame, index, column)
+    return (f"clip {frame.at[index, 'clip_id']!r} ({frame.at[index, 'audio_path']}, "
+            f"split {frame.at[index, 'split']}, manifest row {index + 2}){value}")
 
 
 def validate_manifest(manifest: pd.DataFrame, *, min_duration_s: float, max_duration_s: float,
@@ -123,7 +186,7 @@ def validate_manifest(manifest: pd.DataFrame, *, min_duration_s: float, max_dura
         E.ExpectColumnValuesToBeInSet(column="sample_rate", value_set=list(allowed_sample_rates)),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "val", "test"]),
     ]
-    return run_suite("manifest", manifest_frame(manifest), exps)
+    return run_suite("manifest", manifest_frame(manifest), exps, describe=_clip_label)
 
 
 def expected_split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
@@ -144,7 +207,12 @@ def validate_split_sizes(manifest: pd.DataFrame, fractions: dict[str, float], *,
     frame = pd.DataFrame({"split": list(expected), "expected": list(expected.values()),
                           "observed": [int(observed.get(s, 0)) for s in expected]})
     exps = [gx.expectations.ExpectColumnPairValuesToBeEqual(column_A="observed", column_B="expected")]
-    return run_suite("split_sizes", frame, exps)
+    return run_suite("split_sizes", frame, exps, describe=_split_label)
+
+
+def _split_label(frame: pd.DataFrame, index: int, column: str | None) -> str:
+    return (f"split {frame.at[index, 'split']}: {int(frame.at[index, 'observed'])} clips, "
+            f"expected {int(frame.at[index, 'expected'])}")
 
 
 def dump_frame(audio: np.ndarray, text: np.ndarray, caption_clip_index: np.ndarray) -> pd.DataFrame:
@@ -172,4 +240,10 @@ def validate_dump_arrays(audio: np.ndarray, text: np.ndarray, caption_clip_index
         E.ExpectColumnValuesToBeBetween(column="norm", min_value=min_norm, max_value=max_norm),
         E.ExpectColumnValuesToBeBetween(column="target", min_value=0, max_value=len(audio) - 1),
     ]
-    return run_suite("dump", frame, exps)
+    n_audio = len(audio)
+
+    def describe(df: pd.DataFrame, index: int, column: str | None) -> str:
+        kind, row = ("audio", index) if index < n_audio else ("text", index - n_audio)
+        return f"{kind} embedding {row}{_value_text(df, index, column)}"
+
+    return run_suite("dump", frame, exps, describe=describe)
