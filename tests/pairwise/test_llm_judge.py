@@ -133,11 +133,81 @@ def test_judge_stops_on_a_dead_endpoint(study, tmp_path, closed_port_url, monkey
         run_judges(study["pairs"], db, cfg)
     assert closed_port_url in str(err.value) and isinstance(err.value, ChatError)
     assert VoteStore(db).failures().empty and VoteStore(db).votes().empty
-    # Through the CLI, one attempt per item: two items fail, the third stops the run.
+    # Through the CLI, one attempt per item: the first item's failed attempt stops the run
+    # (it used to fail item after item until max_connection_failures).
     rc = main(["pairwise", "judge", "--pairs", str(study["pairs"]), "--db", str(db), "--out",
                str(tmp_path / "t.csv"), "--pool", "text_llm", "--mode", "text", "--model", "m1",
                "--base-url", closed_port_url, "--api-key-env", "FAKE_KEY", "--dotenv", "",
                "--max-retries", "0"])
-    stderr = capsys.readouterr().err
-    assert rc == 1 and stderr.splitlines()[-1].startswith("clapcap: error: ") and closed_port_url in stderr
-    assert "endpoint unreachable" in stderr and len(VoteStore(db).failures()) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert rc == 1 and f"{closed_port_url}/chat/completions" in line
+    assert "Connection refused after 1 attempt" in line and VoteStore(db).failures().empty
+
+
+def _judge_cli(study, tmp_path, base_url: str, *extra: str) -> int:
+    return main(["pairwise", "judge", "--pairs", str(study["pairs"]), "--db", str(tmp_path / "j.sqlite"),
+                 "--out", str(tmp_path / "t.csv"), "--pool", "text_llm", "--mode", "text",
+                 "--model", "m1", "--model", "m2", "--base-url", base_url,
+                 "--api-key-env", "FAKE_KEY", *extra])
+
+
+def _one_error_line(stderr: str) -> str:
+    """The single ``clapcap: error:`` line of ``stderr`` (it must be the last line)."""
+    errors = [line for line in stderr.splitlines() if line.startswith("clapcap: error: ")]
+    assert len(errors) == 1 and stderr.splitlines()[-1] == errors[0], stderr
+    return errors[0]
+
+
+@pytest.mark.parametrize(("status", "from_dotenv"), [(401, False), (403, True)])
+def test_refused_key_stops_the_judge_at_the_first_request(study, fake_api, tmp_path, monkeypatch,
+                                                          capsys, status, from_dotenv):
+    """A wrong key used to be tried on every item (2 models x 9 items = 18 requests, each
+    billed on a paid API) and to end with exit 1 and no error line."""
+    dotenv = tmp_path / ".env"
+    if from_dotenv:
+        monkeypatch.delenv("FAKE_KEY", raising=False)
+        dotenv.write_text(f"FAKE_KEY={KEY}\n")
+    else:
+        monkeypatch.setenv("FAKE_KEY", KEY)
+    fake_api.default = lambda _body: fake_api.error(status)
+    rc = _judge_cli(study, tmp_path, fake_api.url, "--dotenv", str(dotenv))
+    line = _one_error_line(capsys.readouterr().err)
+    assert rc == 1 and len(fake_api.requests) == 1
+    assert f"{fake_api.url}/chat/completions" in line and f"HTTP {status}" in line
+    assert (f"FAKE_KEY in {dotenv}" if from_dotenv else "$FAKE_KEY") in line and KEY not in line
+    store = VoteStore(tmp_path / "j.sqlite")  # not the items' fault: nothing recorded
+    assert store.failures().empty and store.votes().empty
+
+
+@pytest.mark.parametrize(("reply", "extra", "n_requests", "says"), [
+    # The server takes the request and never answers within --timeout.
+    ("slow", ["--timeout", "0.2", "--max-retries", "1"], 2, "no answer within 0.2 s"),
+    # 200 but HTML (a proxy's page): retried like a dropped answer, then the run stops.
+    (FakeOpenAI.raw(200, "<html>login</html>"), ["--max-retries", "0"], 1, "answer is not JSON"),
+    # JSON that is no chat completion, on every attempt of the first item.
+    ((200, {"data": []}, {}), ["--max-answer-attempts", "2"], 2, "answer has no choices"),
+])
+def test_endpoint_failures_stop_the_judge_with_one_error_line(study, fake_api, tmp_path, monkeypatch,
+                                                              capsys, reply, extra, n_requests, says):
+    monkeypatch.setenv("FAKE_KEY", KEY)
+    if reply == "slow":
+        fake_api.delay_s = 1.0
+    else:
+        fake_api.default = lambda _body: reply
+    rc = _judge_cli(study, tmp_path, fake_api.url, "--dotenv", "", *extra)
+    line = _one_error_line(capsys.readouterr().err)
+    assert rc == 1 and len(fake_api.requests) == n_requests
+    assert f"{fake_api.url}/chat/completions" in line and says in line and KEY not in line
+    assert VoteStore(tmp_path / "j.sqlite").failures().empty
+
+
+def test_failed_judgements_end_with_one_error_line(study, fake_api, tmp_path, monkeypatch, capsys):
+    """Unparseable judgements are the items' own failures: the run goes on, then says so."""
+    monkeypatch.setenv("FAKE_KEY", KEY)
+    fake_api.by_model["m1"] = [fake_api.chat("no idea")] * 3
+    rc = _judge_cli(study, tmp_path, fake_api.url, "--dotenv", "")
+    line = _one_error_line(capsys.readouterr().err)
+    assert rc == 1 and len(fake_api.requests) == 2 * 9 + 2
+    assert "judge pool text_llm: 1 judgement(s) failed" in line and fake_api.url in line
+    assert "malformed answer after 3 attempts: 'no idea'" in line
+    assert len(VoteStore(tmp_path / "j.sqlite").votes()) == 17

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,8 @@ def _agreement(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from clapcap.pairwise.server import serve
 
-    serve(args.pairs, args.db, host=args.host, port=args.port, pool=args.pool, seed=args.seed)
+    serve(args.pairs, args.db, host=args.host, port=args.port, pool=args.pool, seed=args.seed,
+          audio_root=args.audio_root)
     return 0
 
 
@@ -48,7 +48,6 @@ def _make_pairs(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from clapcap.llm import LLMError
     from clapcap.pairwise.llm_judge import JudgeConfig, run_judges
 
     extra: dict[str, Any] = json.loads(args.extra_body) if args.extra_body else {}
@@ -57,12 +56,11 @@ def _judge(args: argparse.Namespace) -> int:
                       max_answer_attempts=args.max_answer_attempts, max_retries=args.max_retries,
                       timeout_s=args.timeout, max_connection_failures=args.max_connection_failures,
                       extra_body=extra)
-    try:
-        counts = run_judges(args.pairs, args.db, cfg, out=args.out)
-    except LLMError as err:  # e.g. EndpointUnreachable: votes so far are kept, a rerun resumes
-        print(f"clapcap: error: {err}", file=sys.stderr)
-        return 1
-    return 0 if counts["failures"] == 0 else 1
+    # An endpoint failure (a refused key, no connection, retries exhausted) or failed
+    # judgements raise a user error: run_entry prints it as one line and exits 1. Votes
+    # stored so far are kept, and a rerun resumes.
+    run_judges(args.pairs, args.db, cfg, out=args.out, strict=True)
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -99,6 +97,9 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--pool", default="human", help="pool name recorded with each vote")
     p.add_argument("--seed", type=int, default=0, help="seed of the shown order and item order")
+    p.add_argument("--audio-root", default=None,
+                   help="serve audio files under this folder only, symbolic links resolved "
+                        "(default: the deepest folder holding every audio file of --pairs)")
 
     p = add_command(group, "judge", _judge, "LLM judge pool over an OpenAI-compatible API")
     p.add_argument("--pairs", required=True)

@@ -2,13 +2,18 @@
 
 Rate limits (HTTP 429), server errors (5xx), timeouts, dropped connections and answers
 that are not JSON are retried with exponential backoff (``Retry-After`` is honoured,
-capped); other HTTP errors are raised at once. A dead endpoint is not retried item after
-item: after ``max_connection_failures`` consecutive attempts that got no HTTP answer at
-all (connection refused or reset, unknown host, connect timeout), counted across
-requests, :class:`EndpointUnreachable` names the URL and stops the caller. With ``"stream": true`` in the request
-body the server-sent events are read and their deltas joined. The API key only ever
-goes into the ``Authorization`` header: error messages are redacted, headers are never
-logged and the client's ``repr`` leaves the key out.
+capped); when they outlast the retries an :class:`EndpointError` names the URL. Other
+HTTP errors are raised at once (:class:`LLMError`), and HTTP 401/403 as
+:class:`KeyRefused`, which names where the key came from (``$OPENAI_API_KEY``, never its
+value); after one, the client sends nothing more. A dead endpoint is not retried item
+after item: after ``max_connection_failures`` consecutive attempts that got no HTTP
+answer at all (connection refused or reset, unknown host, connect timeout), counted
+across requests, :class:`EndpointUnreachable` names the URL and stops the caller. Every
+:class:`EndpointError` means "stop the run": each remaining request would fail the same
+way. With ``"stream": true`` in the request body the server-sent events are read and
+their deltas joined. The API key only ever goes into the ``Authorization`` header: error
+messages are redacted, headers are never logged and the client's ``repr`` leaves the key
+out.
 """
 
 from __future__ import annotations
@@ -24,13 +29,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clapcap.llm.errors import EndpointUnreachable, LLMError, LLMResponseError
+from clapcap.llm.errors import (
+    EndpointError,
+    EndpointUnreachable,
+    KeyRefused,
+    LLMError,
+    LLMResponseError,
+)
 from clapcap.llm.secrets import SecretStr
 from clapcap.utils.limits import API_LIMIT, concurrency_slot
 
 logger = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+# The key (or its absence) is refused: every request would be, so the run stops at once.
+AUTH_STATUS = frozenset({401, 403})
 
 Message = dict[str, Any]
 
@@ -67,6 +80,7 @@ class _Failure:
     detail: str = ""
     retry_after: str | None = None
     no_connection: bool = False  # no HTTP answer at all (refused, reset, unknown host)
+    status: int | None = None  # the HTTP status, when there was an answer
 
 
 class ChatClient:
@@ -108,12 +122,20 @@ class ChatClient:
         self.connection_failures = 0  # consecutive, across requests
         self._lock = threading.Lock()
         self.concurrency_limit = concurrency_limit
+        self._refused: KeyRefused | None = None  # set by a 401/403: send nothing more
 
     def __repr__(self) -> str:  # keeps the key out of any repr or log
         return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
 
     def _redact(self, text: str) -> str:
         return self._key.redact(text) if self._key else text
+
+    def _key_hint(self) -> str:
+        """What to check after a 401/403: the key's variable, never its value."""
+        if self._key is None:
+            return "the request carried no API key; set one"
+        where = f" from {self._key.source}" if self._key.source else ""
+        return f"the endpoint refused the API key{where}; check it"
 
     def _request(self, body: bytes, stream: bool) -> urllib.request.Request:
         accept = "text/event-stream" if stream else "application/json"
@@ -144,9 +166,8 @@ class ChatClient:
         ``extra`` is merged into the request body (``stream``, ``seed``, ...).
 
         Raises:
-            LLMError: on a non-retryable HTTP status or when retries are exhausted.
-            LLMResponseError: when the answer is not a chat completion.
-            EndpointUnreachable: when the endpoint cannot be reached (see :meth:`send`).
+            LLMError, EndpointError, KeyRefused, EndpointUnreachable, LLMResponseError:
+                as :meth:`send` does.
         """
         return self.send({"model": self.model, "messages": list(messages),
                           "temperature": temperature, "max_tokens": max_tokens, **extra})
@@ -159,11 +180,17 @@ class ChatClient:
             the joined ``choices[*].delta.content`` of the event stream.
 
         Raises:
-            LLMError: on a non-retryable HTTP status or when retries are exhausted.
+            LLMError: on a non-retryable HTTP status (400, 404, ...).
+            KeyRefused: (an EndpointError) on HTTP 401 or 403, and at once, without a
+                request, for every request after one.
+            EndpointError: when transient failures outlast the retries.
+            EndpointUnreachable: (an EndpointError) after ``max_connection_failures``
+                consecutive attempts (this request's and earlier ones') got no HTTP answer.
             LLMResponseError: when the answer is not a chat completion.
-            EndpointUnreachable: after ``max_connection_failures`` consecutive attempts
-                (this request's and earlier ones') got no HTTP answer.
         """
+        refused = self._refused
+        if refused is not None:  # the same key would be refused again: send nothing
+            raise KeyRefused(str(refused), reason=refused.reason, attempts=0)
         payload = json.dumps(body).encode("utf-8")
         who = f"model {body['model']}: " if body.get("model") else ""
         retries = self.retry.max_retries
@@ -174,7 +201,10 @@ class ChatClient:
                 fail = self._failure(err)
             self._count_connection(fail, attempt + 1)
             if not fail.retryable or attempt == retries:
-                raise _error(f"{self.url}: {who}", fail, attempt + 1)
+                error = _error(f"{self.url}: {who}", fail, attempt + 1, self._key_hint())
+                if isinstance(error, KeyRefused):
+                    self._refused = error
+                raise error
             wait = self.retry.delay(attempt, fail.retry_after)
             logger.warning("%s: %s%s, retry %d/%d in %.1f s", self.url, who, fail.reason,
                            attempt + 1, retries, wait)
@@ -197,21 +227,29 @@ class ChatClient:
         if isinstance(err, urllib.error.HTTPError):
             detail = self._redact(err.read().decode("utf-8", "replace")[:200])
             retry_after = err.headers.get("Retry-After") if err.headers else None
-            return _Failure(f"HTTP {err.code}", err.code in RETRY_STATUS, detail, retry_after)
+            return _Failure(f"HTTP {err.code}", err.code in RETRY_STATUS, detail, retry_after,
+                            status=err.code)
+        if isinstance(err, TimeoutError):  # the server took the request but did not answer
+            return _Failure(f"no answer within {self.timeout_s:g} s (TimeoutError)", True)
+        if isinstance(err, json.JSONDecodeError):
+            return _Failure(f"answer is not JSON ({err})", True)
         reason = getattr(err, "reason", None) or err
         no_connection = isinstance(err, urllib.error.URLError | ConnectionError)
         return _Failure(self._redact(f"{type(err).__name__}: {reason}"), True, no_connection=no_connection)
 
 
-def _error(prefix: str, fail: _Failure, attempts: int) -> LLMError:
+def _error(prefix: str, fail: _Failure, attempts: int, key_hint: str) -> LLMError:
     """The error for the last failed attempt; its message never holds the key."""
+    detail = f": {fail.detail}" if fail.detail else ""
+    if fail.status in AUTH_STATUS:
+        return KeyRefused(f"{prefix}{fail.reason} (not retried): {key_hint}, then rerun{detail}",
+                          reason=fail.reason, attempts=attempts)
     if fail.retryable:
         what = f"{fail.reason} after {attempts} attempt{'' if attempts == 1 else 's'}"
-    else:
-        what = f"{fail.reason} (not retried)"
-    detail = f": {fail.detail}" if fail.detail else ""
-    return LLMError(prefix + what + detail, reason=fail.reason, attempts=attempts,
-                    retryable=fail.retryable)
+        return EndpointError(prefix + what + detail, reason=fail.reason, attempts=attempts,
+                             retryable=True)
+    return LLMError(f"{prefix}{fail.reason} (not retried){detail}", reason=fail.reason,
+                    attempts=attempts)
 
 
 def _content(data: Any, url: str) -> str:

@@ -35,7 +35,26 @@ class MissingKeyError(LLMError, ValueError):
     exit_code = USAGE
 
 
-class EndpointUnreachable(LLMError):
+class EndpointError(LLMError):
+    """The endpoint failed in a way that every further request would repeat: stop the run.
+
+    Raised for a refused API key (:class:`KeyRefused`), no connection
+    (:class:`EndpointUnreachable`) and transient failures (timeouts, 429, 5xx, answers
+    that are not JSON) that outlasted the retries. A caller looping over items stops at
+    the first one instead of failing (and, on a paid API, paying for) every remaining
+    item; the message names the endpoint URL.
+    """
+
+
+class KeyRefused(EndpointError):
+    """HTTP 401 or 403: the endpoint refused the API key (or its absence).
+
+    The message names the endpoint and where the key came from (``$OPENAI_API_KEY``),
+    never its value. The client that got it sends no further request.
+    """
+
+
+class EndpointUnreachable(EndpointError):
     """No connection to the endpoint after several consecutive attempts (refused, reset,
     unresolvable host, connect timeout); the message names the URL. Raised at once
     instead of failing every remaining item one by one."""

@@ -14,12 +14,17 @@ _MASK = "**********"
 
 
 class SecretStr:
-    """A string whose ``str``/``repr`` are masked; :meth:`get` returns the real value."""
+    """A string whose ``str``/``repr`` are masked; :meth:`get` returns the real value.
 
-    __slots__ = ("_value",)
+    ``source`` says where the value came from (``$OPENAI_API_KEY``, ``OPENAI_API_KEY in
+    .env``), so that an error about a refused key can name the variable, never the value.
+    """
 
-    def __init__(self, value: str) -> None:
+    __slots__ = ("_value", "source")
+
+    def __init__(self, value: str, source: str = "") -> None:
         self._value = value
+        self.source = source
 
     def get(self) -> str:
         """Return the secret value (only to build an HTTP header)."""
@@ -69,12 +74,12 @@ def read_env_file(path: str | Path) -> dict[str, str]:
 
 
 def _lookup(env_var: str, env_file: str | Path | None) -> tuple[str | None, str]:
-    """The key's value (None when absent) and where it was found, for the log."""
+    """The key's value (None when absent) and where it was found (``$VAR`` or ``VAR in FILE``)."""
     value = os.environ.get(env_var)
     if value:
         return value, f"${env_var}"
     if env_file:
-        return read_env_file(env_file).get(env_var) or None, f"{env_file}"
+        return read_env_file(env_file).get(env_var) or None, f"{env_var} in {env_file}"
     return None, ""
 
 
@@ -93,7 +98,7 @@ def resolve_api_key(env_var: str, env_file: str | Path | None = ".env") -> Secre
         logger.info("no API key in $%s or %s; requests carry no Authorization header", env_var, env_file)
         return None
     logger.info("API key read from %s", where)
-    return SecretStr(value)
+    return SecretStr(value, where)
 
 
 def require_api_key(env_var: str, env_file: str | Path | None = ".env") -> SecretStr:
@@ -113,4 +118,4 @@ def require_api_key(env_var: str, env_file: str | Path | None = ".env") -> Secre
         where = f" or in {env_file}" if env_file else ""
         raise MissingKeyError(f"no API key: set {env_var} in the environment{where}")
     logger.info("API key read from %s", where)
-    return SecretStr(value)
+    return SecretStr(value, where)

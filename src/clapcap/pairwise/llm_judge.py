@@ -12,10 +12,15 @@ Each judge (one model) sees every item once, captions in the order given by
 human vote, with the pool's name. A malformed answer is asked again up to
 ``max_answer_attempts`` times, then recorded as a failure (never as a vote). Transport
 errors (timeouts, HTTP 429 and 5xx) are retried with exponential backoff by the shared
-:class:`clapcap.llm.ChatClient`; an endpoint that cannot be reached at all stops the run
-with :class:`~clapcap.llm.EndpointUnreachable` after ``max_connection_failures``
-consecutive connection failures, instead of failing every item in turn. The API key comes from the environment or a ``.env``
-file and is never logged or written anywhere.
+:class:`clapcap.llm.ChatClient`.
+
+Failures that are not the item's stop the run with one error naming the endpoint
+(:class:`~clapcap.llm.EndpointError`), instead of failing every item in turn: a refused
+key (HTTP 401/403, at the first request), an endpoint that cannot be reached
+(``max_connection_failures`` consecutive connection failures), transient errors that
+outlast the retries, and answers that are not chat completions on every attempt of an
+item. Votes stored so far are kept and a rerun resumes. The API key comes from the
+environment or a ``.env`` file and is never logged or written anywhere.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from clapcap.errors import ClapcapError
 from clapcap.llm import ChatClient as LLMChatClient
 from clapcap.llm import (
-    EndpointUnreachable,
+    EndpointError,
     LLMError,
     LLMResponseError,
     RetryPolicy,
@@ -54,6 +60,10 @@ SYSTEM_PROMPT = ("You compare two captions of an audio clip. Answer with a singl
                  "1 if caption 1 is more accurate (less wrong), 2 if caption 2 is.")
 
 ChatError = LLMError  # a chat request failed for good (kept name; see clapcap.llm)
+
+
+class JudgeFailures(ClapcapError):
+    """Some judgements of a finished run failed (recorded in the store): exit code 1."""
 
 
 @dataclass
@@ -114,9 +124,11 @@ class ChatClient:
         """Send one chat request to ``model``; return the first choice's message text.
 
         Raises:
-            ChatError: on a non-retryable HTTP status, or when every retry failed.
+            ChatError: on a non-retryable HTTP status.
+            EndpointError: (a ChatError) when every retry failed, on HTTP 401/403
+                (``KeyRefused``) or after consecutive connection failures
+                (``EndpointUnreachable``).
             LLMResponseError: (a ChatError) when the answer is not a chat completion.
-            EndpointUnreachable: (a ChatError) after consecutive connection failures.
         """
         return self._chat.send({"model": model, "messages": messages, **params})
 
@@ -160,11 +172,16 @@ def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series
     Returns:
         ``(choice, order, error)``: the de-randomised choice (None on failure), the order
         shown and the error text of a failure.
+
+    Raises:
+        EndpointError: from the client, or when no attempt got a chat completion back
+            (the endpoint does not speak the chat-completions protocol).
+        ChatError: on another failed request.
     """
     order = shown_order(cfg.seed, model, item["item_id"])
     messages = build_messages(item, order, cfg.mode)
     params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, **cfg.extra_body}
-    answer = ""
+    answer, answered = "", False
     for _ in range(cfg.max_answer_attempts):
         try:
             answer = client.complete(model, messages, **params)
@@ -172,15 +189,26 @@ def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series
             answer = str(err)
             logger.info("model %s item %s: %s", model, item["item_id"], answer)
             continue
+        answered = True
         position = parse_choice(answer)
         if position is not None:
             return derandomize(position, order), order, ""
         logger.info("model %s item %s: malformed answer %r", model, item["item_id"], answer[:80])
+    if not answered and cfg.max_answer_attempts > 0:
+        raise EndpointError(f"{answer} (every one of {cfg.max_answer_attempts} attempts on item "
+                            f"{item['item_id']}); is it an OpenAI-compatible chat endpoint?",
+                            reason="not a chat completion", attempts=cfg.max_answer_attempts)
     return None, order, f"malformed answer after {cfg.max_answer_attempts} attempts: {answer[:200]!r}"
 
 
+def _make_client(cfg: JudgeConfig) -> ChatClient:
+    return ChatClient(cfg.base_url, api_key=require_api_key(cfg.api_key_env, cfg.dotenv or None),
+                      timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
+                      backoff_s=cfg.backoff_s, max_connection_failures=cfg.max_connection_failures)
+
+
 def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str | Path | None = None,
-               client: ChatClient | None = None) -> dict[str, Any]:
+               client: ChatClient | None = None, strict: bool = False) -> dict[str, Any]:
     """Judge every item of ``pairs`` with every model of ``cfg``; resume from ``db``.
 
     Items a model already voted on are skipped; earlier failures are tried again.
@@ -191,15 +219,15 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
 
     Raises:
         ValueError: when no API key is found (and no client is given).
-        EndpointUnreachable: when the endpoint cannot be reached (``max_connection_failures``
-            consecutive connection failures); the votes stored so far are kept.
+        EndpointError: (a ChatError) at the first failure that is not the item's: a
+            refused key (HTTP 401/403), an unreachable endpoint, transient errors that
+            outlast the retries, or an endpoint that answers no chat completion. The
+            message names the endpoint; the votes stored so far are kept.
+        JudgeFailures: with ``strict``, after writing ``out``, when a judgement failed.
     """
     items = read_pairs(pairs)
     store = VoteStore(db)
-    if client is None:
-        client = ChatClient(cfg.base_url, api_key=require_api_key(cfg.api_key_env, cfg.dotenv or None),
-                            timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
-                            backoff_s=cfg.backoff_s, max_connection_failures=cfg.max_connection_failures)
+    client = client or _make_client(cfg)
     counts = {"pool": cfg.pool, "votes": 0, "failures": 0, "skipped": 0}
     for model in cfg.models:
         done = store.voted_items(model)
@@ -209,8 +237,9 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
                 continue
             try:
                 choice, order, error = judge_item(client, cfg, model, item)
-            except EndpointUnreachable:
-                logger.error("judge pool %s stopped: %s so far", cfg.pool, counts)
+            except EndpointError:
+                logger.info("judge pool %s stopped at model %s item %s: %s so far", cfg.pool,
+                            model, item["item_id"], counts)
                 raise
             except (ChatError, FileNotFoundError) as err:
                 choice, order, error = None, "", str(err)
@@ -227,4 +256,15 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
         with atomic_path(out) as tmp:
             votes[votes["pool"] == cfg.pool].to_csv(tmp, index=False)
     logger.info("judge pool %s: %s", cfg.pool, counts)
+    if strict and counts["failures"]:
+        raise _failures_error(store, cfg, client.url, counts["failures"])
     return counts
+
+
+def _failures_error(store: VoteStore, cfg: JudgeConfig, url: str, n: int) -> JudgeFailures:
+    failures = store.failures()
+    first = failures[failures["pool"] == cfg.pool].iloc[0]
+    return JudgeFailures(
+        f"judge pool {cfg.pool}: {n} judgement(s) failed at {url} (first: model {first['rater']} "
+        f"item {first['item_id']}: {first['error'][:200]}); they are in the failures table of "
+        f"{store.path}, and a rerun tries them again")

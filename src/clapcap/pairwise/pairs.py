@@ -161,7 +161,7 @@ def write_pairs(pairs: pd.DataFrame, path: str | Path) -> Path:
 
 
 def read_pairs(path: str | Path, *, require_audio: bool = False) -> pd.DataFrame:
-    """Read a pairs CSV written by :func:`write_pairs`.
+    """Read a pairs CSV written by :func:`write_pairs` (``attrs["origin"]`` is the path).
 
     Args:
         require_audio: refuse rows with an empty ``audio_path`` too (the rating page,
@@ -182,6 +182,7 @@ def read_pairs(path: str | Path, *, require_audio: bool = False) -> pd.DataFrame
     if dup.size:
         raise RatingsError(f"{path}: row {lines[dup[0]]}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
     _check_pairs_audio(df, lines, path, require_audio)
+    df.attrs["origin"] = str(path)
     return df
 
 

@@ -6,20 +6,27 @@ Routes:
 - ``GET /rate?rater=ID``: the rater's next unrated item: the clip's audio player and the
   two captions in a random order, with the question "Which caption is more accurate
   (less wrong)?". When every item is rated it says so.
-- ``POST /vote`` (form fields ``rater``, ``item_id``, ``choice`` = ``1``, ``2`` or ``tie``):
-  stores the vote de-randomised to ``A``/``B``/``tie`` with the order shown, then redirects
-  to the next item. A refused vote gets 400 (409 for a second, different vote on the same
-  item) and a page that says why.
-- ``GET /audio/CLIP_ID``: the clip's audio file (only files named in the pairs file), with
-  single byte ranges (``Range: bytes=a-b``, ``a-``, ``-n``: 206, or 416 when unsatisfiable)
-  so that the player can seek.
+- ``POST /vote`` (form fields ``rater``, ``item_id``, ``choice`` = ``1``, ``2`` or ``tie``,
+  each exactly once, URL-encoded in a body of at most :data:`MAX_BODY_BYTES` with a
+  ``Content-Length``): stores the vote de-randomised to ``A``/``B``/``tie`` with the order
+  shown, then redirects to the next item. A refused vote gets 400 (409 for a second,
+  different vote on the same item; 411 without a ``Content-Length``; 413 for a larger
+  body; 408 when the body does not arrive) and a page that says why.
+- ``GET /audio/CLIP_ID``: the clip's audio file (only files named in the pairs file, and
+  only under the audio root), with single byte ranges (``Range: bytes=a-b``, ``a-``,
+  ``-n``: 206, or 416 when unsatisfiable) so that the player can seek.
 - ``GET /progress?rater=ID``: JSON ``{"rater", "done", "total"}``.
+
+Every read and write on a connection times out after ``timeout_s`` (default
+:data:`REQUEST_TIMEOUT_S`), so a client that stops sending (a ``Content-Length`` larger
+than the body it sends) holds neither its connection nor its thread for longer.
 
 The order shown and the item sequence are derived from ``(seed, rater, item_id)``, so a
 rater who reloads or comes back after a restart sees the same order, and resumes at
 their first unrated item (votes live in :class:`~clapcap.pairwise.store.VoteStore`).
 The pairs file is checked when the server is built: every item needs an existing audio
-file, so nobody votes on a clip they could not hear.
+file, so nobody votes on a clip they could not hear, and each file must lie under the
+audio root once symbolic links are resolved (:mod:`clapcap.pairwise.audio_files`).
 """
 
 from __future__ import annotations
@@ -30,14 +37,24 @@ import logging
 import mimetypes
 import random
 import re
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pandas as pd
 
+from clapcap.pairwise.audio_files import audio_files, is_under
+from clapcap.pairwise.http_input import (
+    MAX_BODY_BYTES,
+    VoteRefused,
+    body_length,
+    byte_range,
+    parse_form,
+)
 from clapcap.pairwise.pairs import read_pairs
 from clapcap.pairwise.store import VoteStore, derandomize, shown_order
 
@@ -46,20 +63,12 @@ logger = logging.getLogger(__name__)
 _RATER = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _RATER_RULE = "letters, digits, _ . @ -, at most 64"
 SHOWN_CHOICES = ("1", "2", "tie")
-_BYTES_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+REQUEST_TIMEOUT_S = 30.0  # each read or write on a connection
 QUESTION = "Which caption is more accurate (less wrong) for this clip?"
 
 _STYLE = ("body{font-family:sans-serif;max-width:46em;margin:2em auto;padding:0 1em}"
           ".caption{border:1px solid #999;border-radius:6px;padding:1em;margin:1em 0}"
           "button{font-size:1.1em;padding:.5em 1.5em;margin-right:1em}")
-
-
-class VoteRefused(ValueError):
-    """A vote the server does not store; the message says why, ``status`` is the HTTP code."""
-
-    def __init__(self, message: str, status: int = HTTPStatus.BAD_REQUEST) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _page(title: str, body: str) -> bytes:
@@ -71,12 +80,12 @@ class RatingApp:
     """State of the rating site: the items, the vote store and the rater pool name."""
 
     def __init__(self, pairs: pd.DataFrame, store: VoteStore, *, pool: str = "human",
-                 seed: int = 0) -> None:
+                 seed: int = 0, audio_root: str | Path | None = None) -> None:
         self.items = pairs.set_index("item_id", drop=False)
         self.store = store
         self.pool = pool
         self.seed = seed
-        self.audio = {c: p for c, p in zip(pairs["clip_id"], pairs["audio_path"], strict=True) if p}
+        self.audio_root, self.audio = audio_files(pairs, audio_root)
 
     def sequence(self, rater: str) -> list[str]:
         """The rater's item order (a seeded shuffle, stable across restarts)."""
@@ -145,7 +154,18 @@ class RatingApp:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """The routes. Why the standard library's ``http.server``: bound to loopback for a few
+    raters, it does what is needed once configured. socketserver's ``timeout`` bounds every
+    read and write on a connection (a timed-out one is closed), and http.server limits the
+    request line and the headers (414, 431). It leaves the body to the handler, so
+    :func:`_read_form` checks ``Content-Length`` and the size itself (a few lines). The
+    installed alternatives fit worse: Werkzeug's development server reads a negative
+    ``Content-Length`` as 0 and calls ``sys.exit`` when the port is taken, and gunicorn
+    forks worker processes that an in-process test or a ``kill -9`` cannot manage.
+    """
+
     app: RatingApp  # set on the subclass made by make_server
+    max_body_bytes: int = MAX_BODY_BYTES
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
         logger.debug("%s %s", self.address_string(), format % args)
@@ -197,11 +217,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_audio(self, clip_id: str) -> None:
         path = self.app.audio.get(clip_id)
-        if path is None or not Path(path).is_file():
+        # Checked again here: a link planted after the start must not lead out of the root.
+        if path is None or not is_under(path, self.app.audio_root):
             self._send(HTTPStatus.NOT_FOUND, b"no audio", "text/plain")
             return
         ctype = mimetypes.guess_type(path)[0] or "application/octet-stream"
-        size = Path(path).stat().st_size
+        size = path.stat().st_size
         try:
             span = byte_range(self.headers.get("Range"), size)
         except ValueError:
@@ -211,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         if span is None:
-            self._send(HTTPStatus.OK, Path(path).read_bytes(), ctype, {"Accept-Ranges": "bytes"})
+            self._send(HTTPStatus.OK, path.read_bytes(), ctype, {"Accept-Ranges": "bytes"})
             return
         start, end = span
         with open(path, "rb") as fh:
@@ -224,86 +245,116 @@ class _Handler(BaseHTTPRequestHandler):
         if urlsplit(self.path).path != "/vote":
             self._send(HTTPStatus.NOT_FOUND, _page("Not found", "<p>Not found.</p>"))
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        form = parse_qs(self.rfile.read(min(length, 65536)).decode("utf-8", "replace"))
         try:
+            form = self._read_form()
             rater = _form_rater(form)
             item_id = _form_field(form, "item_id")
             new = self.app.vote(rater, item_id, _form_field(form, "choice"))
         except VoteRefused as err:
-            logger.info("vote refused: %s", err)
+            logger.info("vote refused (%d): %s", err.status, err)
             self._send(err.status, _page("Bad vote", f"<p id='error'>Bad vote: {html.escape(str(err))}.</p>"))
+            if err.status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
+                self._discard_body()
             return
         logger.info("vote rater=%s item=%s new=%s", rater, item_id, new)
         self._redirect(f"/rate?rater={quote(rater)}")
 
+    def _read_form(self) -> dict[str, str]:
+        """The URL-encoded form of the body: one value per field.
 
-def _form_field(form: dict[str, list[str]], name: str) -> str:
-    value = (form.get(name) or [""])[0]
+        Raises:
+            VoteRefused: 411, 400, 413 or 408 (see :func:`body_length`), 400 for a body
+                shorter than announced, not UTF-8, not a form, or with a repeated field.
+        """
+        length = body_length(self.headers, self.max_body_bytes)
+        try:
+            raw = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            raise VoteRefused(f"the body did not arrive within {self.timeout:g} s "
+                              f"({length} bytes announced)", HTTPStatus.REQUEST_TIMEOUT) from None
+        if len(raw) < length:
+            raise VoteRefused(f"the body has {len(raw)} of the {length} bytes announced")
+        return parse_form(raw)
+
+    def _discard_body(self) -> None:
+        """After a 413, read (briefly) what the client is still sending before the connection
+        closes, so that it sees the answer rather than a reset connection (closing a socket
+        with unread data resets it). At most 1 MiB, and 1 s per read: the rest is dropped."""
+        self.close_connection = True
+        left = min(int(self.headers["Content-Length"]), 1 << 20)  # digits: body_length checked
+        self.connection.settimeout(1.0)
+        try:
+            while left > 0:
+                chunk = self.rfile.read1(min(left, 65536))
+                if not chunk:
+                    return
+                left -= len(chunk)
+        except (TimeoutError, ConnectionError):
+            return
+
+
+def _form_field(form: dict[str, str], name: str) -> str:
+    value = form.get(name, "")
     if not value:
         raise VoteRefused(f"missing {name}")
     return value
 
 
-def _form_rater(form: dict[str, list[str]]) -> str:
+def _form_rater(form: dict[str, str]) -> str:
     rater = _form_field(form, "rater").strip()
     if not _RATER.match(rater):
         raise VoteRefused(f"invalid rater id {rater[:80]!r} ({_RATER_RULE})")
     return rater
 
 
-def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
-    """The inclusive ``(first, last)`` byte span that a ``Range`` header asks of a ``size``-byte file.
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
 
-    Single ranges only: ``bytes=a-b``, ``bytes=a-`` and ``bytes=-n`` (the last ``n`` bytes).
-
-    Returns:
-        The span, or None to send the whole file: no header, another unit, several
-        ranges, or a header that does not parse (RFC 9110 lets a server ignore those).
-
-    Raises:
-        ValueError: when the range is unsatisfiable (starts at or past the end, or asks
-            for the last 0 bytes): answer 416.
-    """
-    match = _BYTES_RANGE.match((header or "").strip())
-    if match is None or match.group(1) == match.group(2) == "":
-        return None
-    first, last = match.group(1), match.group(2)
-    if first == "":  # suffix: the last n bytes
-        n = int(last)
-        if n == 0 or size == 0:
-            raise ValueError(f"unsatisfiable range {header!r} of {size} bytes")
-        return max(0, size - n), size - 1
-    start = int(first)
-    if last != "" and int(last) < start:
-        return None  # syntactically invalid: ignored
-    if start >= size:
-        raise ValueError(f"unsatisfiable range {header!r} of {size} bytes")
-    return start, size - 1 if last == "" else min(int(last), size - 1)
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        err = sys.exc_info()[1]
+        if isinstance(err, ConnectionError | TimeoutError):  # the client went away or stalled
+            logger.debug("connection from %s dropped: %s", client_address, err)
+        else:  # a bug: keep its traceback, in the log
+            logger.exception("error answering %s", client_address)
 
 
 def make_server(pairs: str | Path, db: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
-                pool: str = "human", seed: int = 0) -> ThreadingHTTPServer:
+                pool: str = "human", seed: int = 0, audio_root: str | Path | None = None,
+                timeout_s: float = REQUEST_TIMEOUT_S,
+                max_body_bytes: int = MAX_BODY_BYTES) -> ThreadingHTTPServer:
     """Build (not start) the rating server. ``port=0`` picks a free port.
+
+    Args:
+        audio_root: the folder the audio files must lie in (links resolved); by default the
+            deepest folder holding every audio file of the pairs file.
+        timeout_s: the limit of each read and write on a connection.
+        max_body_bytes: the largest request body accepted (larger ones get 413).
 
     Returns:
         The server; call ``serve_forever()`` and later ``shutdown()`` / ``server_close()``.
 
     Raises:
         FileNotFoundError, RatingsError: when the pairs file is missing or malformed, or
-            an item's audio file is missing (the error names the file line).
+            an item's audio file is missing or outside the audio root (the error names
+            the file line).
+        ValueError: when ``timeout_s`` or ``max_body_bytes`` is not positive.
     """
-    app = RatingApp(read_pairs(pairs, require_audio=True), VoteStore(db), pool=pool, seed=seed)
-    handler = type("RatingHandler", (_Handler,), {"app": app})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    if not timeout_s > 0 or max_body_bytes <= 0:
+        raise ValueError(f"timeout_s and max_body_bytes must be positive, found {timeout_s}, "
+                         f"{max_body_bytes}")
+    app = RatingApp(read_pairs(pairs, require_audio=True), VoteStore(db), pool=pool, seed=seed,
+                    audio_root=audio_root)
+    handler = type("RatingHandler", (_Handler,), {"app": app, "timeout": timeout_s,
+                                                  "max_body_bytes": max_body_bytes})
+    return _Server((host, port), handler)
 
 
 def serve(pairs: str | Path, db: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
-          pool: str = "human", seed: int = 0, stop: threading.Event | None = None) -> None:
+          pool: str = "human", seed: int = 0, audio_root: str | Path | None = None,
+          stop: threading.Event | None = None) -> None:
     """Serve the rating page until interrupted (Ctrl-C) or ``stop`` is set."""
-    server = make_server(pairs, db, host=host, port=port, pool=pool, seed=seed)
+    server = make_server(pairs, db, host=host, port=port, pool=pool, seed=seed, audio_root=audio_root)
     logger.info("rating page on http://%s:%d/ (votes in %s)", host, server.server_address[1], db)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -3,8 +3,9 @@
 Requests go to ``{base_url}/chat/completions`` with ``temperature`` 0 and ``max_tokens`` =
 ``max_new_tokens``, through the shared :class:`clapcap.llm.ChatClient`: rate limits (429),
 server errors (5xx), timeouts and connection errors are retried with exponential backoff
-(``Retry-After`` honoured); other errors stop at once, and so does an endpoint that
-refused ``max_connection_failures`` consecutive connections
+(``Retry-After`` honoured); other errors stop at once (a refused key, HTTP 401/403, after
+one request, naming the key's variable), and so does an endpoint that refused
+``max_connection_failures`` consecutive connections
 (:class:`~clapcap.llm.EndpointUnreachable`). The API key comes from the
 environment or a ``.env`` file and never appears in logs or error messages.
 """
@@ -101,8 +102,9 @@ class ApiCaptioner:
             The answer text, stripped (streamed deltas joined when ``api.stream``).
 
         Raises:
-            ApiError: on a non-retryable HTTP error, an answer that is not a chat
-                completion, or when the retries are exhausted.
+            ApiError: on a non-retryable HTTP error (HTTP 401/403 naming the key's
+                variable, never its value), an answer that is not a chat completion, or
+                when the retries are exhausted; the message names the endpoint.
             EndpointUnreachable: after consecutive connection failures (names the URL).
         """
         try:
