@@ -15,20 +15,21 @@ from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.study import run_ablation
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", required=True, choices=["lm", "arch", "encoder", "music", "decoding"])
     parser.add_argument("--lm", nargs="+", default=None, help="one LM, or several (every LM by default)")
     parser.add_argument("--name", default=None)
     parser.add_argument("--seed", type=int, default=None)
-    args = parser.parse_args()
+
+
+def main(args: argparse.Namespace) -> int:
     run_ablation(load_section(CaptioningParams, "captioning"), args.kind, lm=args.lm, name=args.name, seed=args.seed,
                  compute=load_compute())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

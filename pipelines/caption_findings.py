@@ -7,7 +7,7 @@ import sys
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.findings import run_findings
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 
 
 def main() -> int:
@@ -16,4 +16,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -7,16 +7,17 @@ from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.study import noise_floor
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lm", required=True)
-    args = parser.parse_args()
+
+
+def main(args: argparse.Namespace) -> int:
     noise_floor(load_section(CaptioningParams, "captioning"), args.lm, compute=load_compute())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

@@ -4,7 +4,7 @@ every test-caption file the captioning study saved (params.yaml `caption_sbert`)
 import sys
 
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.pretrained.caption_scores import CaptionScoreParams, score_study
 
 
@@ -14,4 +14,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -5,22 +5,20 @@ import sys
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.reporting.captioning_tables import write_summary
 
 
-def _out_dir() -> str:
-    """The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/captioning``)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
+    # The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/captioning``).
     parser.add_argument("--out", required=True, help="output folder (dvc.yaml declares its files as outs)")
-    return parser.parse_args().out
 
 
-def main() -> int:
+def main(args: argparse.Namespace) -> int:
     params = load_section(CaptioningParams, "captioning")
-    write_summary(params.out_dir, _out_dir(), decoding_seed=params.noise_seeds[0])
+    write_summary(params.out_dir, args.out, decoding_seed=params.noise_seeds[0])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

@@ -11,7 +11,7 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.encoders.config import IdentityParams
 from clapcap.encoders.crosscheck import run_checkpoint_identity
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.errors import ClapcapError
 
 
@@ -28,4 +28,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

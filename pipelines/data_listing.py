@@ -9,7 +9,7 @@ import sys
 from clapcap.config import load_section
 from clapcap.data.config import DataParams
 from clapcap.data.listing import DEFAULT_MEMO, write_listing
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 
 LISTING = "data/listing.json"
 
@@ -20,4 +20,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

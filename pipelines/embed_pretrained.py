@@ -9,18 +9,19 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.pretrained.dump import EmbedPretrainedParams, embed_pretrained_splits
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("encoder", help="a key of embed_pretrained.encoders")
-    args = parser.parse_args()
+
+
+def main(args: argparse.Namespace) -> int:
     embed_pretrained_splits(load_section(EmbedPretrainedParams, "embed_pretrained"), args.encoder,
                             compute=load_compute())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

@@ -8,7 +8,7 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.retrieval.config import RetrievalEvalParams
 from clapcap.retrieval.evaluate import run_evaluate_all
 
@@ -21,4 +21,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -7,7 +7,7 @@ Fails (`clapcap: error: metric parity failed ...`, exit 1) when any metric of an
 import sys
 
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.errors import ClapcapError
 from clapcap.retrieval.config import RetrievalEvalParams
 from clapcap.retrieval.parity import run_parity
@@ -23,4 +23,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

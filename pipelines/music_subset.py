@@ -5,7 +5,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.data.subset import SubsetParams, subset_dataset
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 
 
 def main() -> int:
@@ -15,4 +15,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -6,7 +6,7 @@ from clapcap.config import load_section
 from clapcap.data.config import DataParams
 from clapcap.data.listing import DEFAULT_MEMO
 from clapcap.data.prepare import prepare_data
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 
 
 def main() -> int:
@@ -15,4 +15,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -8,16 +8,18 @@ decoder (params.yaml `captioning.models.smollm2.pretrained_dir`).
 import argparse
 import sys
 
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.pretrained.smollm2 import convert_smollm2
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", help="the folder to write (model, tokenizer, clapcap_source.json)")
-    convert_smollm2(parser.parse_args().out)
+
+
+def main(args: argparse.Namespace) -> int:
+    convert_smollm2(args.out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

@@ -3,7 +3,7 @@
 import sys
 
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.reference.baselines import BaselineParams, write_baselines
 
 
@@ -14,4 +14,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -4,7 +4,7 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.reference.config import ReferenceParams
 from clapcap.reference.generate import run_all_references
 
@@ -15,4 +15,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

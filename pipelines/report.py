@@ -6,7 +6,7 @@ import sys
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.reporting.collect import CollectParams, collect_and_report
 from clapcap.reporting.config import ReportParams
 
@@ -22,4 +22,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -5,7 +5,7 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.robust.benchmark import run_robust_benchmark
 from clapcap.robust.config import RobustBenchParams
 
@@ -16,4 +16,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

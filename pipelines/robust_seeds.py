@@ -6,7 +6,7 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.seeds import run_seed_study
 
@@ -20,4 +20,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

@@ -5,7 +5,7 @@ validation caption and view, computed once for all RobustCLAP fine-tunes (params
 import sys
 
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.robust.config import RobustTextStoreParams
 from clapcap.robust.text_store import build_text_store
 
@@ -16,4 +16,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main))

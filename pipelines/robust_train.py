@@ -9,18 +9,19 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.train import run_robust_train
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--section", default="robust_train", help="params.yaml section (RobustTrainParams)")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     run_robust_train(load_section(RobustTrainParams, args.section), compute=load_compute())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

@@ -10,15 +10,16 @@ import sys
 from clapcap.clap.config import TrainClapParams
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.pretrained.clap_variants import ClapVariantStudy
 from clapcap.pretrained.default_clap import run_default_clap
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("variant", help="a key of clap_variants.variants")
-    args = parser.parse_args()
+
+
+def main(args: argparse.Namespace) -> int:
     study = load_section(ClapVariantStudy, "clap_variants")
     params = study.params_for(load_section(TrainClapParams, "train_clap"), args.variant)
     run_default_clap(params, variant=args.variant, compute=load_compute())
@@ -26,4 +27,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

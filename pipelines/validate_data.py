@@ -9,21 +9,19 @@ import sys
 from clapcap.config import load_section
 from clapcap.data.config import DataParams
 from clapcap.data.listing import DEFAULT_MEMO
-from clapcap.entry import run_entry
+from clapcap.entry import run_script
 from clapcap.quality.validate import validate_data
 
 
-def _out_dir() -> str:
-    """The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/data``)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(parser: argparse.ArgumentParser) -> None:
+    # The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/data``).
     parser.add_argument("--out", required=True, help="output folder (dvc.yaml declares its files as outs)")
-    return parser.parse_args().out
 
 
-def main() -> int:
-    validate_data(load_section(DataParams, "data"), _out_dir(), memo_path=DEFAULT_MEMO)
+def main(args: argparse.Namespace) -> int:
+    validate_data(load_section(DataParams, "data"), args.out, memo_path=DEFAULT_MEMO)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_entry(main))
+    sys.exit(run_script(main, arguments))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +32,35 @@ def test_unknown_param_key_is_a_clean_error(tmp_path, capsys):
     params.write_text("data:\n  n_clip: 3\n")
     assert main(["data", "prepare", "--params", str(params)]) == 2
     assert f"clapcap: error: {params}:2: unknown key(s) data.n_clip" in capsys.readouterr().err
+
+
+# The variables the CLI sets itself (clapcap.entry); the test process's conftest sets some of them,
+# so they are taken out of the commands' environment to test the CLI's own defaults.
+_CLI_SETS = ("DVC_NO_ANALYTICS", "PREFECT_SERVER_ANALYTICS_ENABLED", "HF_HUB_DISABLE_TELEMETRY",
+             "MLFLOW_CONFIGURE_LOGGING", "MLFLOW_LOGGING_LEVEL", "PREFECT_LOGGING_LEVEL", "CLAPCAP_VERBOSE")
+# One of our log lines (clapcap.entry.LOG_FORMAT), or a progress bar redrawn with carriage returns.
+_OURS = re.compile(r"^(\d{4}-\d\d-\d\d [\d:,]+ (INFO|WARNING) clapcap\.[\w.]+: |.*\r)")
+
+
+def test_successful_commands_print_progress_and_result_only(tmp_path):
+    """`clapcap data flow` printed Prefect telemetry errors (two tracebacks against a locked
+    SQLite database), `train-clap` MLflow warnings in raw ANSI colour codes, and each mp3 with a
+    malformed ID3 tag a libmpg123 warning. Real commands, on a tiny corpus with real mp3s."""
+    (tmp_path / "params.yaml").write_text(
+        "data:\n  out_dir: corpus\n  include_real_audio: true\n  synthetic: {n_clips: 30, max_duration_s: 2.5}\n"
+        "train_clap:\n  dataset_dir: corpus\n  out_dir: clap\n  epochs: 1\n  batch_size: 8\n  eval_every: 1\n")
+    env = {k: v for k, v in os.environ.items() if k not in _CLI_SETS}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
+               HF_HUB_OFFLINE="1")
+    for verb in (["data", "flow"], ["retrieval", "train-clap"]):
+        out = subprocess.run([str(BIN / "clapcap"), *verb], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        err = out.stderr
+        assert "Traceback" not in err and "\x1b[" not in err and "ID3" not in err, err
+        assert "Warning" not in err and "mlflow" not in err and "prefect" not in err, err
+        if verb == ["data", "flow"]:
+            assert "'validation_passed': True" in out.stdout
+            assert [line for line in err.splitlines() if line and not _OURS.match(line)] == []
+        else:
+            assert '"model_dir"' in out.stdout

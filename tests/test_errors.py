@@ -74,6 +74,7 @@ def _run_stage(script, section, tmp_path, monkeypatch, capsys):
     """Run ``pipelines/<script>`` as ``__main__`` in ``tmp_path`` with a params.yaml holding
     ``section``; returns its exit code and stderr."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [script])  # the script's command line, not pytest's
     (tmp_path / "params.yaml").write_text(section)
     with pytest.raises(SystemExit) as info:
         runpy.run_path(str(ROOT / "pipelines" / script), run_name="__main__")
@@ -142,6 +143,39 @@ def test_entry_logging_is_restored():
     assert run_entry(lambda: 0) == 0
     assert (root.level, list(root.handlers), logging.getLogger("clapcap").level,
             os.environ.get("MLFLOW_LOGGING_LEVEL")) == before
+
+
+def test_entry_sets_library_defaults_for_the_run_only(monkeypatch):
+    """Analytics and telemetry off, MLflow's loggers left to ours; a user's own setting wins."""
+    from clapcap.entry import ENV_DEFAULTS
+
+    for key in ENV_DEFAULTS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("DVC_NO_ANALYTICS", "0")
+    seen: dict[str, str | None] = {}
+    assert run_entry(lambda: seen.update({key: os.environ.get(key) for key in ENV_DEFAULTS})) == 0
+    assert seen == {**ENV_DEFAULTS, "DVC_NO_ANALYTICS": "0"}
+    assert seen["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false" and seen["MLFLOW_CONFIGURE_LOGGING"] == "false"
+    assert [key for key in ENV_DEFAULTS if key in os.environ] == ["DVC_NO_ANALYTICS"]
+
+
+def test_library_warnings_show_with_verbose_only(capsys):
+    """A library's warning (MLflow's, coloured with raw ANSI codes) is not a command's output."""
+    import warnings
+
+    def noisy(tag: str):
+        def run():
+            warnings.warn(f"\x1b[33mAdd type hints ({tag})\x1b[0m", UserWarning, stacklevel=1)
+            logging.getLogger("mlflow.pyfunc").warning("Passing a Python object (%s)", tag)
+            logging.getLogger("clapcap.some.step").warning("our own warning (%s)", tag)
+        return run
+
+    assert run_entry(noisy("quiet"), verbose=False) == 0
+    err = capsys.readouterr().err
+    assert "our own warning (quiet)" in err and "\x1b[" not in err and "Passing" not in err
+    assert run_entry(noisy("verbose"), verbose=True) == 0
+    err = capsys.readouterr().err
+    assert "Add type hints (verbose)" in err and "Passing a Python object (verbose)" in err
 
 
 def test_data_validate_is_quiet(tiny_corpus, tmp_path):

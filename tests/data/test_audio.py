@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -61,3 +63,32 @@ def test_real_mp3_and_ogg_decode_and_resample(tmp_path):
     back, back_sr = load_audio(ogg, 16000)
     assert back_sr == 16000 and abs(back.size - wave.size) < 0.02 * wave.size
     assert root.is_dir()
+
+
+def test_mp3_decoder_id3_note_is_debug_only(capfd, caplog):
+    """libmpg123 wrote `warning: ID3v2: unrealistic small tag lengh 0` to fd 2 on each open of
+    horse.mp3 (a C-level write, below sys.stderr): now logged at DEBUG, shown with -v only."""
+    from clapcap.data.audio import audio_info
+
+    horse = ovos_animals_root() / "horse.mp3"
+    with caplog.at_level(logging.DEBUG, logger="clapcap.data.audio"):
+        duration, sr = audio_info(horse)
+        wave, _ = load_audio(horse)
+    assert sr == 48000 and abs(duration - wave.size / sr) < 0.05
+    assert "ID3" not in capfd.readouterr().err
+    notes = [r for r in caplog.records if "ID3v2" in r.getMessage()]
+    assert len(notes) == 2 and {r.levelno for r in notes} == {logging.DEBUG}
+    assert all(str(horse) in r.getMessage() for r in notes)
+
+
+def test_mp3_decoder_errors_stay_visible(tmp_path, caplog):
+    """A damaged stream: libsndfile says only "Unspecified internal error"; the decoder's own
+    lines on fd 2 say why, and are logged as warnings naming the file."""
+    good = (ovos_animals_root() / "duck.mp3").read_bytes()
+    junk = np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes()
+    bad = tmp_path / "duck.mp3"
+    bad.write_bytes(good[:20000] + junk + good[20000:])
+    with caplog.at_level(logging.DEBUG, logger="clapcap.data.audio"), pytest.raises(AudioError, match="cannot decode"):
+        load_audio(bad)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("resync" in m for m in warned) and all(m.startswith(f"{bad}: decoder: ") for m in warned)

@@ -3,11 +3,23 @@
 Decoding uses ``soundfile`` (libsndfile: WAV, FLAC, OGG/Vorbis, MP3), so no ffmpeg is
 needed. Multichannel audio is averaged to mono. Resampling is polyphase
 (``scipy.signal.resample_poly``), which is deterministic across machines.
+
+libsndfile decodes MP3 with libmpg123, which writes its notes to the process's stderr
+(file descriptor 2, below Python's ``sys.stderr``), such as ``warning: ID3v2: unrealistic
+small tag lengh 0, skipping`` for a harmless malformed tag, on every open. While an MP3 is
+opened, fd 2 is redirected and what the decoder wrote is logged instead: notes on ID3 tags
+at DEBUG (shown with ``-v``), anything else as a warning naming the file.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -19,6 +31,8 @@ from clapcap.errors import InputError
 logger = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".mp3", ".aiff", ".aif")
+# fd 2 belongs to the whole process: threads decoding MP3s redirect it one at a time.
+_STDERR_FD_LOCK = threading.Lock()
 
 
 class AudioError(InputError, ValueError):
@@ -28,6 +42,38 @@ class AudioError(InputError, ValueError):
         self.path = Path(path)
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+@contextmanager
+def _decoder_stderr(path: Path) -> Iterator[None]:
+    """Log what libmpg123 writes to fd 2 while ``path`` (an MP3) is opened (module docstring).
+
+    Other formats, and a process without an fd 2, are left alone.
+    """
+    if path.suffix.lower() != ".mp3":
+        yield
+        return
+    with _STDERR_FD_LOCK, tempfile.TemporaryFile() as sink:
+        if sys.stderr is not None:
+            sys.stderr.flush()  # what Python wrote before stays before
+        try:
+            saved = os.dup(2)
+        except OSError:  # no stderr to redirect
+            saved = None
+        if saved is not None:
+            os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            if saved is not None:
+                os.dup2(saved, 2)
+                os.close(saved)
+            sink.seek(0)
+            for line in sink.read().decode(errors="replace").splitlines():
+                if "ID3" in line or "id3.c" in line:
+                    logger.debug("%s: decoder: %s", path, line)
+                elif line.strip():
+                    logger.warning("%s: decoder: %s", path, line)
 
 
 def resample(wave: np.ndarray, orig_sr: int, target_sr: int) -> np.ndarray:
@@ -63,7 +109,8 @@ def load_audio(
     if path.stat().st_size == 0:
         raise AudioError(path, "empty file (0 bytes)")
     try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+        with _decoder_stderr(path):
+            data, sr = sf.read(str(path), dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, TypeError) as err:
         raise AudioError(path, f"cannot decode ({err})") from err
     if data.shape[0] == 0:
@@ -104,7 +151,8 @@ def audio_info(path: str | Path, *, check_samples: bool = False) -> tuple[float,
     if size == 0:
         raise AudioError(path, "empty file (0 bytes)")
     try:
-        info = sf.info(str(path))
+        with _decoder_stderr(path):
+            info = sf.info(str(path))
     except (sf.LibsndfileError, RuntimeError) as err:
         raise AudioError(path, f"cannot read header ({err})") from err
     if info.frames <= 0:
