@@ -98,3 +98,123 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
     path.write_text('sec:\n  lr: 1e-07\n  name: "1e-07"\n  n: 3\n')
     sec = load_section(Sec, "sec", path)
     assert sec.lr == 1e-7 and sec.name == "1e-07" and sec.n == 3
+
+
+# Every section of params.yaml and the class its stage loads it with.
+SECTION_CLASSES = {
+    "caption_sbert": "clapcap.pretrained.caption_scores:CaptionScoreParams",
+    "captioning": "clapcap.captioning.config:CaptioningParams",
+    "checkpoint_identity": "clapcap.encoders.config:IdentityParams",
+    "clap_variants": "clapcap.pretrained.clap_variants:ClapVariantStudy",
+    "compute": "clapcap.compute:ComputeParams",
+    "data": "clapcap.data.config:DataParams",
+    "embed": "clapcap.encoders.config:EmbedParams",
+    "embed_pretrained": "clapcap.pretrained.dump:EmbedPretrainedParams",
+    "music_subset": "clapcap.data.subset:SubsetParams",
+    "reference": "clapcap.reference.config:ReferenceParams",
+    "reference_baselines": "clapcap.reference.baselines:BaselineParams",
+    "report": "clapcap.reporting.config:ReportParams",
+    "report_inputs": "clapcap.reporting.collect:CollectParams",
+    "retrieval": "clapcap.retrieval.config:RetrievalEvalParams",
+    "robust_benchmark": "clapcap.robust.config:RobustBenchParams",
+    "robust_control": "clapcap.robust.config:RobustTrainParams",
+    "robust_paraphrase": "clapcap.paraphrase.dataset:ParaphraseParams",
+    "robust_seeds": "clapcap.robust.config:RobustSeedParams",
+    "robust_text_store": "clapcap.robust.config:RobustTextStoreParams",
+    "robust_train": "clapcap.robust.config:RobustTrainParams",
+    "train_clap": "clapcap.clap.config:TrainClapParams",
+}
+
+
+def _class(spec: str) -> type:
+    import importlib
+
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_known_sections_are_the_repo_params_and_what_the_code_loads():
+    """PARAMS_SECTIONS is exactly params.yaml's sections, covers every section a stage loads,
+    and STUDIES is exactly the files studies/*.yaml."""
+    import re
+
+    from clapcap.compute import SECTION
+    from clapcap.config import PARAMS_SECTIONS, STUDIES, read_params
+
+    assert set(read_params(REPO / "params.yaml")) == PARAMS_SECTIONS | {"study"}
+    assert set(SECTION_CLASSES) == PARAMS_SECTIONS
+    pattern = re.compile(r'load_section\(\s*\w+,\s*"(\w+)"')
+    loaded = {m for folder in ("src", "pipelines") for path in (REPO / folder).rglob("*.py")
+              for m in pattern.findall(path.read_text())}
+    assert loaded and loaded | {SECTION} <= PARAMS_SECTIONS
+    assert set(STUDIES) == {p.stem for p in (REPO / "studies").glob("*.yaml")}
+
+
+def test_repo_params_load_in_every_study(tmp_path):
+    """The committed params.yaml, switched to each study, loads every section with the class of
+    its stage (the top-level check included)."""
+    import shutil
+
+    from clapcap.config import STUDIES
+    from clapcap.repro import apply_study
+
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(REPO / "studies", tmp_path / "studies")
+    for study in STUDIES:
+        apply_study(tmp_path, study)
+        for section, spec in SECTION_CLASSES.items():
+            load_section(_class(spec), section, tmp_path / "params.yaml")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("data:\n  out_dir: x\nfoo: 1\n", "params.yaml:3: unknown top-level key(s) foo; allowed: caption_sbert, "),
+    ("# a comment\ndatta:\n  out_dir: x\ndata: {}\n", "params.yaml:2: unknown top-level key(s) datta; allowed: "),
+    ("study: reduce\ndata: {}\n",
+     "params.yaml:1: study: expected one of ['full', 'reduced'] (a file studies/<name>.yaml), found 'reduce'"),
+    ("data: {}\nstudy: [full]\n", "params.yaml:2: study: expected one of ['full', 'reduced']"),
+])
+def test_top_level_is_checked_whichever_section_is_loaded(tmp_path, monkeypatch, text, expected):
+    from clapcap.retrieval.config import RetrievalEvalParams
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(text)
+    for cls, section in ((DataParams, "data"), (RetrievalEvalParams, "retrieval")):
+        with pytest.raises(ConfigError) as info:
+            load_section(cls, section)
+        assert str(info.value).startswith(expected)
+
+
+def test_a_valid_study_is_accepted(tmp_path):
+    for study in ("full", "reduced"):
+        (tmp_path / "params.yaml").write_text(f"study: {study}\ndata:\n  out_dir: x\n")
+        assert load_section(DataParams, "data", tmp_path / "params.yaml").out_dir == "x"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("data:\n  out_dir: x\n  split_fractions: {train: 0.5, val: 0.1, test: 0.2}\n",
+     "params.yaml:3: data.split_fractions: expected fractions that sum to 1, found "
+     "{'train': 0.5, 'val': 0.1, 'test': 0.2} (sum 0.8)"),
+    ("data:\n  split_fractions:\n    train: 1.1\n    val: -0.1\n",
+     "params.yaml:3: data.split_fractions.train: expected a fraction in [0, 1], found 1.1"),
+    ("data:\n  split_fractions:\n    train: 0.9\n    val: .nan\n",
+     "params.yaml:4: data.split_fractions.val: expected a fraction in [0, 1], found nan"),
+])
+def test_split_fractions_name_file_and_line(tmp_path, monkeypatch, text, expected):
+    """Refused when the params are loaded, not later by prepare after synthesising the corpus."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_section(DataParams, "data")
+    assert str(info.value) == expected
+
+
+def test_cli_refuses_bad_split_fractions_before_any_work(tmp_path, capsys):
+    from clapcap.cli import main
+
+    params = tmp_path / "params.yaml"
+    params.write_text(f"data:\n  out_dir: {tmp_path / 'corpus'}\n  split_fractions: {{train: 0.6, test: 0.2}}\n")
+    assert main(["data", "prepare", "--params", str(params)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"clapcap: error: {params}:3: data.split_fractions: expected fractions that sum to 1, found "
+                   "{'train': 0.6, 'test': 0.2} (sum 0.8)"]
+    assert not (tmp_path / "corpus").exists()

@@ -20,11 +20,25 @@ from typing import Any, TypeVar
 
 import yaml
 
-from clapcap.errors import InputError
+from clapcap.errors import ConfigError
 
 T = TypeVar("T")
 
 DEFAULT_PARAMS = Path("params.yaml")
+
+# The top-level keys of ``params.yaml``: the sections that the stages load with
+# :func:`load_section` (each owned by its library area), plus ``study``. Any other key is
+# refused whenever a section is loaded: a misspelt section would otherwise be ignored and
+# its stage would run on its defaults.
+PARAMS_SECTIONS = frozenset({
+    "caption_sbert", "captioning", "checkpoint_identity", "clap_variants", "compute", "data", "embed",
+    "embed_pretrained", "music_subset", "reference", "reference_baselines", "report", "report_inputs",
+    "retrieval", "robust_benchmark", "robust_control", "robust_paraphrase", "robust_seeds",
+    "robust_text_store", "robust_train", "train_clap",
+})
+# ``study``: which grid ``params.yaml`` holds, one of the files ``studies/<name>.yaml``
+# (written by ``clapcap pipeline study <name>`` / ``make repro STUDY=<name>``).
+STUDIES = ("full", "reduced")
 
 
 class _Yaml12FloatLoader(yaml.SafeLoader):
@@ -45,19 +59,6 @@ _Yaml12FloatLoader.add_implicit_resolver(
                     |[-+]?\.(?:inf|Inf|INF)
                     |\.(?:nan|NaN|NAN))$""", re.X),
     list("-+0123456789."))
-
-
-class ConfigError(InputError, ValueError):
-    """A parameter file or section does not match its typed schema (exit code 2).
-
-    Attributes:
-        key: the dotted key path the error is about (``data.synthetic.n_clips``), or None;
-            :func:`load_section` uses it to prefix the message with ``<file>:<line>:``.
-    """
-
-    def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 def _type_name(tp: Any) -> str:
@@ -194,21 +195,52 @@ def read_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
 def load_section(cls: type[T], section: str, path: str | Path = DEFAULT_PARAMS) -> T:
     """Parse one top-level section of ``params.yaml`` into ``cls``.
 
+    The whole file's top level is checked first (:func:`check_top_level`), so a stage
+    refuses a misspelt section or study of any other stage too.
+
     Raises:
-        ConfigError: when the section is absent or does not match ``cls``; the message
+        ConfigError: when the top level has an unknown key or an invalid ``study``, or the
+            section is absent or does not match ``cls``; the message
             starts with ``<path>:<line>:``, the 1-based line of the offending key (of its
             section when the key is missing).
     """
     data = read_params(path)
+    check_top_level(data, path, also=(section,))
     if section not in data:
         raise ConfigError(f"{path}: missing section {section!r}")
     try:
         return from_dict(cls, data[section], where=section)
     except ConfigError as err:
-        key = err.key or _leading_key(str(err))
-        line = _key_line(Path(path), key) if key else None
-        where = f"{path}:{line}" if line is not None else str(path)
-        raise ConfigError(f"{where}: {err}", key=key) from err
+        raise _at_line(path, err) from err
+
+
+def check_top_level(data: dict[str, Any], path: str | Path = DEFAULT_PARAMS, *,
+                    also: tuple[str, ...] = ()) -> None:
+    """Refuse a top-level key of parameter file ``path`` (read as ``data``) that is neither one
+    of :data:`PARAMS_SECTIONS` nor ``study`` nor in ``also``, and a ``study`` not in :data:`STUDIES`.
+
+    Raises:
+        ConfigError: starting with ``<path>:<line>:``, naming the key and what is allowed.
+    """
+    allowed = PARAMS_SECTIONS | {"study", *also}
+    unknown = [str(k) for k in data if k not in allowed]
+    if unknown:
+        raise _at_line(path, ConfigError(
+            f"unknown top-level key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
+            key=unknown[0]))
+    if "study" in data and data["study"] not in STUDIES:
+        raise _at_line(path, ConfigError(
+            f"study: expected one of {list(STUDIES)} (a file studies/<name>.yaml), found {data['study']!r}",
+            key="study"))
+
+
+def _at_line(path: str | Path, err: ConfigError) -> ConfigError:
+    """``err`` with its message prefixed by ``<path>:<line>:`` of its key (``<path>:`` alone
+    when the line is not found)."""
+    key = err.key or _leading_key(str(err))
+    line = _key_line(Path(path), key) if key else None
+    where = f"{path}:{line}" if line is not None else str(path)
+    return ConfigError(f"{where}: {err}", key=key)
 
 
 # A message that starts with a key path (``retrieval.ks: expected ...``), as the checks in

@@ -37,6 +37,19 @@ class InputError(ClapcapError):
     exit_code = USAGE
 
 
+class ConfigError(InputError, ValueError):
+    """A parameter file or section does not match its typed schema (exit code 2).
+
+    Attributes:
+        key: the dotted key path the error is about (``data.synthetic.n_clips``), or None;
+            :func:`load_section` uses it to prefix the message with ``<file>:<line>:``.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class MissingDependencyError(ClapcapError, ModuleNotFoundError):
     """An optional package is not installed; the message names what to install."""
 

@@ -16,8 +16,10 @@ from clapcap.cli._common import add_command, add_group
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from clapcap.retrieval.evaluate import evaluate_file
+    from clapcap.retrieval.evaluate import evaluate_file, tracking_scope
 
+    if args.mlflow:
+        tracking_scope(args.dump)  # a dump MLflow cannot take fails before the metrics file is written
     result = evaluate_file(args.dump, args.out, laion_compatible=args.laion_compatible,
                            bootstrap=args.bootstrap, seed=args.seed,
                            max_block_bytes=args.max_block_mb * 2**20)

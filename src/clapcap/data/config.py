@@ -7,6 +7,7 @@ from typing import Literal
 
 from clapcap.data.splits import SPLIT_SEED
 from clapcap.data.synth import SynthConfig
+from clapcap.errors import ConfigError
 
 
 @dataclass
@@ -34,3 +35,14 @@ class DataParams:
     min_duration_s: float = 0.5
     max_duration_s: float = 60.0
     allowed_sample_rates: list[int] = field(default_factory=lambda: [16000, 22050, 32000, 44100, 48000])
+
+    def __post_init__(self) -> None:
+        # Checked here, not first by assign_splits, so that the message names params.yaml
+        # and the line (load_section) and nothing is synthesised or read before it.
+        fractions = self.split_fractions
+        for name, value in fractions.items():
+            if not 0 <= value <= 1:  # also NaN
+                raise ConfigError(f"data.split_fractions.{name}: expected a fraction in [0, 1], found {value}")
+        if not abs(sum(fractions.values()) - 1.0) <= 1e-9:
+            raise ConfigError(f"data.split_fractions: expected fractions that sum to 1, found {fractions} "
+                              f"(sum {sum(fractions.values()):.12g})")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.data.dump import dump_labels, load_dump
+from clapcap.data.dump import DumpError, dump_labels, load_dump, load_meta
 from clapcap.retrieval.bootstrap import (
     DEFAULT_RESAMPLES,
     bootstrap_ci,
@@ -185,27 +185,57 @@ def evaluate_all(params: RetrievalEvalParams, *, device: str | None = None) -> d
     return out
 
 
+# The metric scope of a dump's split (its meta ``split``; docs/tracking.md): ``all``, the
+# whole dataset (``clapcap retrieval embed --split all``), is the vocabulary's ``data``.
+_SPLIT_SCOPES = {"train": "train", "val": "val", "test": "test", "all": "data"}
+
+
+def tracking_scope(dump_path: str | Path) -> str:
+    """The MLflow metric scope of a dump's metrics, from its meta ``split`` (``test`` when
+    it has none): ``train``, ``val``, ``test``, or ``data`` for ``all``.
+
+    Reads only the dump's meta, so a caller can check it before writing anything.
+
+    Raises:
+        FileNotFoundError / DumpError: for a missing or unreadable dump, or a split that
+            has no scope (the message names the dump and the splits accepted).
+    """
+    return _scope(load_meta(dump_path), dump_path)
+
+
+def _scope(meta: dict[str, Any], dump_path: str | Path) -> str:
+    split = meta.get("split") or "test"
+    if not isinstance(split, str) or split not in _SPLIT_SCOPES:
+        raise DumpError(f"{dump_path}: meta split {split!r} has no MLflow metric scope; expected one "
+                        f"of {list(_SPLIT_SCOPES)}")
+    return _SPLIT_SCOPES[split]
+
+
 def track_evaluation(result: dict[str, Any], dump_path: str | Path, *, params: dict[str, Any],
                      out_path: str | Path | None = None) -> dict[str, float]:
     """Log one evaluation as its own MLflow run of ``clapcap-retrieval``, named
-    ``retrieval/evaluate/<encoder>/<dataset>/<split>`` (the dump's last three path parts), with the dump as its input: ``<split>/t2a/r10``,
-    ``<split>/t2a/r10_ci_low``, ... (the split from the dump's meta; docs/tracking.md).
+    ``retrieval/evaluate/<encoder>/<dataset>/<split>`` (the dump's last three path parts), with the dump as
+    its input: ``<scope>/t2a/r10``, ``<scope>/t2a/r10_ci_low``, ... (the scope from the dump's meta
+    split, :func:`tracking_scope`; docs/tracking.md).
 
     Returns:
         The logged ``{key: value}``.
+
+    Raises:
+        DumpError: as :func:`tracking_scope`, before a run is opened.
     """
     from clapcap import tracking
 
-    dump = load_dump(dump_path, validate=False)
-    split = str(dump.meta.get("split") or "test")
+    meta = load_meta(dump_path)
+    scope = _scope(meta, dump_path)
     label = "/".join(Path(dump_path).with_suffix("").parts[-3:])
-    dataset = dump.meta.get("dataset")
+    dataset = meta.get("dataset")
     dataset_dir = dataset if dataset and (Path(dataset) / "manifest.csv").is_file() else None
     with tracking.tracked("evaluate_retrieval", experiment="clapcap-retrieval",
                           name=tracking.run_name("retrieval", "evaluate", label),
                           params={**params, "dump": str(dump_path)}, dump=dump_path, dataset_dir=dataset_dir):
         logged = tracking.log_metrics({k: v for k, v in result.items() if k in ("t2a", "a2t", "n_clips", "n_captions")},
-                                      scope=split)
+                                      scope=scope)
         if out_path is not None:
             tracking.log_artifact(out_path)
     return logged
@@ -217,9 +247,16 @@ def run_evaluate_all(params: RetrievalEvalParams, *, device: str | None = None) 
 
     Returns:
         :func:`evaluate_all`'s ``{dump path: metrics}``.
+
+    Raises:
+        DumpError: as :func:`tracking_scope` (when ``params.track``, before anything is
+            written); plus the errors of :func:`evaluate_all`.
     """
     from clapcap.config import to_dict
 
+    if params.track:  # a dump that cannot be logged fails before any metrics file is written
+        for dump_path in params.dumps:
+            tracking_scope(dump_path)
     results = evaluate_all(params, device=device)
     if params.track:
         for dump_path, result in results.items():
