@@ -16,7 +16,7 @@ def main() -> None:
     captioning = load_section(CaptioningParams, "captioning")  # its results folder and LMs, not repeated
     collect_and_report(load_section(CollectParams, "report_inputs"), params.out_dir,
                        captioning_dir=captioning.out_dir, lms=captioning.lms,
-                       decoding_seed=captioning.noise_seeds[0],
+                       decoding_seed=captioning.noise_seeds[0], music_baseline=captioning.music.baseline,
                        extra_inputs=params.inputs, conclusions=params.conclusions,
                        conclusions_out=params.conclusions_out, track=params.track)
 

@@ -79,3 +79,39 @@ def test_music_rows_in_findings_summary_and_not_in_champion_selection(music_stud
 def test_music_config_is_checked():
     with pytest.raises(ConfigError, match="music.baseline 'x' is not one of"):
         from_dict(exp.CaptioningParams, {"music": {"dataset_dir": "d", "baseline": "x", "encoders": {"a": {"dump": "p"}}}})
+
+
+def test_music_rows_fill_the_reports_encoder_ablation(music_study, tmp_path):
+    """The reduced study's encoder ablation is the music study: the final report shows its rows."""
+    from clapcap.reporting.collect import CollectParams, collect_and_report
+
+    params, _, _ = music_study
+    summary = collect_and_report(CollectParams(out_dir=str(tmp_path / "inputs")), tmp_path / "report",
+                                 captioning_dir=params.out_dir, lms=params.lms, music_baseline="clap")
+    assert summary["sections"]["encoder_ablation"]["status"] == "ok"
+    section = (tmp_path / "report" / "report.md").read_text().split("## Audio-encoder ablation")[1].split("##")[0]
+    assert "Not run" not in section and "| clap (music) |" in section and "| other (music) |" in section
+
+
+def test_music_seed_group_carries_mean_and_std(music_study, tmp_path, monkeypatch):
+    """Each music encoder's seed group gets the mean and std over its seeds, as a noise floor's does."""
+    import dataclasses
+    import shutil
+
+    import mlflow
+
+    from clapcap.utils.io import read_json
+
+    params, _, _ = music_study
+    shutil.copytree(params.out_dir, tmp_path / "out")
+    tracked = dataclasses.replace(params, out_dir=str(tmp_path / "out"), track=True)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (tmp_path / "out" / "results" / "music_other_gpt2_s1_seed1.json").unlink()  # the last seed to finish
+    exp.run_ablation(tracked, "music", name="other", seed=1)
+    runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
+                                                          output_format="list")}
+    parent = runs["captioning/gpt2/music_other_gpt2_s1"].data.metrics
+    values = [read_json(tmp_path / "out" / "results" / f"music_other_gpt2_s1_seed{s}.json")["test"]["corpus"]["cider_d"]
+              for s in (0, 1)]
+    assert parent["test/cider_d_mean"] == pytest.approx(sum(values) / 2)
+    assert parent["test/cider_d_std"] == pytest.approx(abs(values[0] - values[1]) / 2 ** 0.5)

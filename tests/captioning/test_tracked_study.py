@@ -34,7 +34,7 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
         "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "dump.npz")),
         "out_dir": str(tmp_path / "out"), "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},
         "train": {"gpt2": TRAIN}, "lms": ["gpt2"], "use_lr_search": False, "noise_seeds": [0, 1], "track": True,
-        "progress": False})
+        "progress": False, "findings": {"decoding": ["beam3"]}})
     floor = exp.noise_floor(params, "gpt2")
     exp.noise_floor(params, "gpt2")  # results exist: no new run
     assert check_store(fresh_store) == []
@@ -51,14 +51,26 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "train/loss_stage1")
     assert [m.step for m in history] == [1]
     assert [i.dataset.name for i in child.inputs.dataset_inputs]  # what the run saw
-    # An eval-only decoding config on each seed's checkpoint is a configuration too: its run holds
-    # the checkpoint's training params with the decoding params, its seeds nest under one parent.
+    # An eval-only decoding config on each seed's checkpoint (a finding's config) is a configuration
+    # too: its run holds the checkpoint's training params with the decoding params, its seeds nest
+    # under one parent, which gets their mean and std once both are done.
     for seed in (0, 1):
         exp.evaluate_decoding(params, "gpt2", "beam3", seed=seed)
     assert check_store(fresh_store) == []
-    runs = mlflow.search_runs(experiment_names=["clapcap-captioning"], output_format="list")
-    dec = {r.info.run_name: r for r in runs}["captioning/gpt2/decoding_beam3/seed1"]
+    runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
+                                                          output_format="list")}
+    dec = runs["captioning/gpt2/decoding_beam3/seed1"]
     assert {"train/stage1/lr_projection", "decoding/num_beams", "checkpoint_run"} <= set(dec.data.params)
+    group = runs["captioning/gpt2/decoding_beam3"].data.metrics
+    values = [runs[f"captioning/gpt2/decoding_beam3/seed{s}"].data.metrics[f"test/{metric}"] for s in (0, 1)]
+    assert group[f"test/{metric}_mean"] == pytest.approx(sum(values) / 2)
+    # A decoding config of no finding runs on the first seed only: one run, no seed group.
+    exp.evaluate_decoding(params, "gpt2", "greedy", seed=0)
+    runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
+                                                          output_format="list")}
+    assert "captioning/gpt2/decoding_greedy" not in runs
+    assert "mlflow.parentRunId" not in runs["captioning/gpt2/decoding_greedy/seed0"].data.tags
+    assert check_store(fresh_store) == []
 
 
 def test_store_check_finds_each_broken_convention(fresh_store):

@@ -121,9 +121,11 @@ def test_loss_and_recall_helpers():
 
 
 @pytest.mark.slow
-def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
+def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri, monkeypatch):
     from clapcap import tracking
     from clapcap.clap.train import run_train_clap
+
+    monkeypatch.setenv("DVC_STAGE", "train_clap")  # the pipeline's stage: it may move @champion
 
     params = _params(tmp_path, tiny_corpus, epochs=1, track=True, registered_model="test-default-clap")
     res = run_train_clap(params, progress=False)
@@ -144,7 +146,7 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri):
 
 
 @pytest.mark.slow
-def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, tmp_path, mlflow_uri):
+def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, tmp_path, mlflow_uri, monkeypatch):
     """Promotion on evidence: a second, worse configuration (no learning) registers a version
     that gets @challenger, with the decision, its p-value and the compared version as tags;
     @champion stays. A rerun whose result exists opens no run."""
@@ -152,6 +154,8 @@ def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, 
 
     from clapcap import tracking
     from clapcap.clap.train import run_train_clap
+
+    monkeypatch.setenv("DVC_STAGE", "train_clap")
 
     name = "test-evidence-clap"
     good = _params(tmp_path, tiny_corpus, epochs=2, track=True, registered_model=name)

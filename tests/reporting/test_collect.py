@@ -70,6 +70,27 @@ def test_collect_and_report(tmp_path):
     assert "| most common training caption | – |" in lm_table
 
 
+def test_music_rows_are_the_encoder_ablation_of_the_reduced_study(tmp_path):
+    """The reduced study runs no all-clips encoder seeds; its encoder ablation is the music
+    study, whose rows form their own group against the music baseline."""
+    cap = tmp_path / "cap"
+    for seed, c in enumerate((0.9, 1.0)):
+        _write(cap / "results" / f"gpt2_seed{seed}.json", {"test": _scores(c)})
+        _write(cap / "results" / f"music_default_clap_gpt2_s1_seed{seed}.json", {"test": _scores(0.5 + seed / 10)})
+        _write(cap / "results" / f"music_whisper_tiny_en_gpt2_s1_seed{seed}.json", {"test": _scores(0.4)})
+    _write(cap / "results" / "music_crepe_tiny_gpt2_s1_seed0.json",  # a skip marker (clapcap.utils.skip)
+           {"skipped": True, "stage": "caption_encoder_music@0", "reason": "no music clips"})
+    summary = collect_and_report(CollectParams(out_dir=str(tmp_path / "inputs")), tmp_path / "report",
+                                 captioning_dir=str(cap), lms=["gpt2"])
+    assert summary["sections"]["encoder_ablation"]["status"] == "ok"
+    rows = json.loads((tmp_path / "inputs" / "encoder_ablation.json").read_text())["rows"]
+    assert [(r["name"], r["group"], r["baseline"], len(r["seeds"])) for r in rows] == [
+        ("default_clap (music)", "gpt2, music clips", True, 2), ("whisper_tiny_en (music)", "gpt2, music clips", False, 2)]
+    section = (tmp_path / "report" / "report.md").read_text().split("## Audio-encoder ablation")[1].split("##")[0]
+    assert "Not run" not in section and "| whisper_tiny_en (music) | gpt2, music clips |" in section
+    assert "-0.150" in section  # 0.40 minus the baseline's mean over its seeds, 0.55
+
+
 def test_merge_refuses_an_id_defined_twice(tmp_path):
     with pytest.raises(ConclusionsError, match="'fixture.gain' is also defined"):
         merge_conclusions([FIXTURES / "findings.json", FIXTURES / "findings.json"], tmp_path / "c.json")

@@ -73,6 +73,7 @@ def test_stages_log_to_the_shared_server_and_another_machine_loads_the_champion(
 
     t0 = time.monotonic()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", stack.tracking_uri)
+    monkeypatch.setenv("DVC_STAGE", "train_clap")  # as under `dvc repro`: only the pipeline moves @champion
     # A training stage and an evaluation stage, through the project's own library and CLI.
     params = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
                              warmup_steps=2, collapse_alpha=0.0, registered_model=NAME, torch_threads=1)

@@ -63,6 +63,7 @@ from clapcap.reporting.conclusions import (
     publish_findings,
 )
 from clapcap.utils.io import read_json
+from clapcap.utils.skip import skip_reason
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +191,10 @@ def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
     subset's test clips (its own references: another set of clips than the corpus's)."""
     music = params.music
     if not music.dataset_dir:
+        return []
+    reason = skip_reason(music.dataset_dir)
+    if reason is not None:  # a real dataset has no corpus music subset
+        logger.info("music findings not tested: %s", reason)
         return []
     manifest = load_dataset(music.dataset_dir).manifest
     base = music.encoders[music.baseline]

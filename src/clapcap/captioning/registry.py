@@ -31,8 +31,13 @@ from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import load_dataset
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_with_champion
 from clapcap.utils.io import read_json, write_json
+from clapcap.utils.skip import skip_reason
 
 logger = logging.getLogger(__name__)
+
+# How a store without a registered captioner gets one (the error of loading ``captioner@champion``).
+BUILD_HINT = ("Build and register one with `dvc repro caption_register` (it runs the captioning study first), "
+              "or `clapcap captioning register` once the study's results exist.")
 
 
 def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
@@ -41,6 +46,8 @@ def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
     out = Path(out_dir)
     found = []
     for path in sorted(out.glob("results/[!.]*.json")):
+        if skip_reason(path) is not None:  # a music run on a dataset without music clips
+            continue
         rec = read_json(path)
         if rec["spec"]["kind"] == "music":  # scored on the music subset's val split: not comparable
             continue
@@ -102,7 +109,7 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
         example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
     with tracking.tracked("captioning-register", experiment="clapcap-captioning",
-                          name=tracking.run_name("captioning", "register", best["name"]), dvc_stage="caption_register",
+                          name=tracking.run_name("captioning", "register", best["name"]),
                           params={"candidate": best["name"], "metric": metric}, dataset_dir=params.dataset_dir,
                           dump=dump):
         tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
@@ -166,7 +173,11 @@ def example_audio(dataset_dir: str | Path, n: int = 2) -> list[str]:
 
 
 def load_champion(name: str = "captioner", alias: str = "champion") -> Any:
-    """Load the registered champion as a pyfunc model (``predict(audio paths) -> captions``)."""
+    """Load the registered champion as a pyfunc model (``predict(audio paths) -> captions``).
+
+    Raises:
+        RegistryError: when no ``name@alias`` is registered (saying how to build one).
+    """
     from clapcap import tracking
 
-    return tracking.load_pyfunc_model(f"models:/{name}@{alias}")
+    return tracking.load_pyfunc_model(f"models:/{name}@{alias}", build_hint=BUILD_HINT)

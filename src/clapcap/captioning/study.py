@@ -36,6 +36,7 @@ from clapcap.captioning.train import train_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, write_json
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -138,10 +139,6 @@ def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfi
     return dataclasses.replace(params.models[spec.lm], **spec.model_overrides), train
 
 
-_DVC_STAGES = {"lm": "caption_lm", "arch": "caption_arch", "encoder": "caption_encoder",
-               "music": "caption_encoder_music"}
-
-
 def configuration(spec: RunSpec) -> str:
     """The configuration part of a run's name: ``baseline``, ``n_layers2``, ``encoder_default_gpt2_s1``."""
     config = spec.name.removesuffix(f"_seed{spec.seed}")
@@ -157,19 +154,51 @@ def _seed_group(params: CaptioningParams, spec: RunSpec, config: str, seeds: lis
     return tracking.group_run("clapcap-captioning", tracking.run_name("captioning", spec.lm, config),
                               stage="captioning-seeds", params={"lm": spec.lm, "configuration": config,
                                                                 "seeds": seeds},
-                              dvc_stage=_DVC_STAGES.get(spec.kind, "caption_decoding"),
                               dataset_dir=params.dataset_dir)
 
 
 def _tracked_run(params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
-                 seeds: list[int], dvc_stage: str) -> Any:
+                 seeds: list[int]) -> Any:
     """One MLflow run for one configuration at one seed (nested under its seed group)."""
     from clapcap import tracking
 
     return tracking.tracked("captioning-run", experiment="clapcap-captioning", enabled=params.track,
                             name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
-                            dvc_stage=dvc_stage, dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
+                            dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
                             parent=_seed_group(params, spec, config, seeds), tags={"clapcap.config": spec.name})
+
+
+def seed_stats(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Mean and sample std (0 for one seed) over the records' test corpus metrics:
+    ``{metric: {"mean", "std", "values"}}``."""
+    metrics: dict[str, Any] = {}
+    for m in records[0]["test"]["corpus"]:
+        values = [r["test"]["corpus"][m] for r in records]
+        metrics[m] = {"mean": statistics.fmean(values),
+                      "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
+    return metrics
+
+
+def _log_seed_stats(params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
+                    results: list[Path]) -> None:
+    """``test/<metric>_mean`` and ``_std`` over a configuration's seeds on its seed group's parent,
+    once every seed's result file exists (each seed's stage checks after writing its own, so
+    the last to finish logs them; two finishing together log the same values)."""
+    if not params.track or len(seeds) < 2 or not all(p.is_file() for p in results):
+        return
+    _log_group_stats(params, spec, config, seeds, seed_stats([read_json(p) for p in results]))
+
+
+def _log_group_stats(params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
+                     metrics: dict[str, Any]) -> None:
+    group = _seed_group(params, spec, config, seeds)
+    if group is None:
+        return
+    from clapcap import tracking
+
+    with tracking.resumed(group, experiment="clapcap-captioning"):
+        for stat in ("mean", "std"):
+            tracking.log_metrics({m: v[stat] for m, v in metrics.items()}, scope="test", stat=stat)
 
 
 def _log_epoch(stage: int, epoch: int, losses: dict[str, float]) -> None:
@@ -225,8 +254,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
     model_cfg, train_cfg = run_configs(params, spec)
     run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
                   "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding)}
-    with _tracked_run(params, spec, configuration(spec), run_params, _seeds_of(params, spec),
-                      _DVC_STAGES[spec.kind]):
+    with _tracked_run(params, spec, configuration(spec), run_params, _seeds_of(params, spec)):
         trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
                                   out_dir=out / "runs" / spec.name, progress=params.progress,
                                   on_epoch_end=_log_epoch if params.track else None,
@@ -241,6 +269,11 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
         _log_scores(params, {**record, "stages": trained["stages"]})
     write_json(test_predictions_path(out, spec.name), preds)
     write_json(path, record)
+    if spec.kind in ("encoder", "music"):  # an LM's baseline seeds: noise_floor logs them
+        seeds = _seeds_of(params, spec)
+        stem = spec.name.removesuffix(f"_seed{spec.seed}")
+        _log_seed_stats(params, spec, configuration(spec), seeds,
+                        [out / "results" / f"{stem}_seed{s}.json" for s in seeds])
     return record
 
 
@@ -288,7 +321,8 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     # checkpoint's training params and the decoding params (one run per configuration).
     run_params = {"spec": dataclasses.asdict(spec), "model": base["model"], "train": base["train"],
                   "decoding": dataclasses.asdict(decoding), "checkpoint_run": base["spec"]["name"]}
-    with _tracked_run(params, spec, f"decoding_{name}", run_params, list(params.noise_seeds), "caption_decoding"):
+    seeds = decoding_seeds(params, lm, name)
+    with _tracked_run(params, spec, f"decoding_{name}", run_params, seeds):
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
                                      compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
@@ -296,7 +330,15 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
         _log_scores(params, record)
     write_json(path.with_suffix(".predictions.json"), preds)
     write_json(path, record)
+    _log_seed_stats(params, spec, f"decoding_{name}", seeds, [decoding_seed_path(params, lm, name, s) for s in seeds])
     return record
+
+
+def decoding_seeds(params: CaptioningParams, lm: str, name: str) -> list[int]:
+    """The noise seeds whose checkpoints decoding config ``name`` of ``lm`` runs on (:func:`decoding_jobs`)."""
+    if lm == params.findings.decoding_lm and name in params.findings.decoding:
+        return list(params.noise_seeds)
+    return [params.noise_seeds[0]]
 
 
 def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
@@ -308,30 +350,14 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
     """
     compute = or_default(compute)
     records = [execute_run(params, spec, compute=compute) for spec in lm_specs(params, lm)]
-    metrics: dict[str, Any] = {}
-    for m in records[0]["test"]["corpus"]:
-        values = [r["test"]["corpus"][m] for r in records]
-        metrics[m] = {"mean": statistics.fmean(values),
-                      "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
+    metrics = seed_stats(records)
     result = {"lm": lm, "seeds": params.seeds_for(lm), "stages": list(params.train[lm].stages),
               "pretrained": bool(params.models[lm].pretrained_dir), "metrics": metrics,
               "primary": records[0]["test"].get("primary")}
     write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
-    _log_noise_floor(params, lm_specs(params, lm)[0], metrics)
+    # The noise floor on the seed group's parent: test/<metric>_mean, test/<metric>_std.
+    _log_group_stats(params, lm_specs(params, lm)[0], "baseline", params.seeds_for(lm), metrics)
     return result
-
-
-def _log_noise_floor(params: CaptioningParams, spec: RunSpec, metrics: dict[str, Any]) -> None:
-    """Mean and std (the noise floor) over the seeds, on the seed group's parent run:
-    ``test/<metric>_mean``, ``test/<metric>_std``."""
-    group = _seed_group(params, spec, "baseline", params.seeds_for(spec.lm))
-    if group is None:
-        return
-    from clapcap import tracking
-
-    with tracking.resumed(group, experiment="clapcap-captioning"):
-        for stat in ("mean", "std"):
-            tracking.log_metrics({m: v[stat] for m, v in metrics.items()}, scope="test", stat=stat)
 
 
 def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
@@ -364,7 +390,7 @@ def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None 
     from clapcap import tracking
 
     with tracking.tracked("captioning-lr-search", experiment="clapcap-captioning", enabled=track,
-                          name=tracking.run_name("captioning", lm, "lr_search"), dvc_stage="caption_lr_search",
+                          name=tracking.run_name("captioning", lm, "lr_search"),
                           params={"lr_search": dataclasses.asdict(params.lr_search), "lm": lm},
                           dataset_dir=params.dataset_dir, dump=params.dump):
         best = search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
@@ -377,16 +403,19 @@ def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None 
 
 
 def _log_trials(params: CaptioningParams, lm: str, best: dict[str, Any]) -> None:
-    """The search's chosen LRs on its run, and each trial as a child run."""
+    """The search's chosen LRs (params) and its best trials' ``val/loss_stage1|2`` on its run, so
+    that searches compare in the runs table, and each trial as a child run."""
     from clapcap import tracking
 
     tracking.log_params({k: best[k] for k in ("stage1_lr_projection", "stage2_lr_projection", "stage2_lr_lm")})
+    tracking.log_metrics({f"loss_{stage}": min(t["val_loss"] for t in best[f"{stage}_trials"])
+                          for stage in ("stage1", "stage2")}, scope="val")
     for stage in ("stage1", "stage2"):
         for i, trial in enumerate(best[f"{stage}_trials"]):
             lrs = {k: v for k, v in trial.items() if k != "val_loss"}
             with tracking.tracked("captioning-lr-trial", experiment="clapcap-captioning", params={**lrs, "stage": stage},
                                   name=tracking.run_name("captioning", lm, f"lr_search/{stage}/trial{i}"),
-                                  dvc_stage="caption_lr_search", dataset_dir=params.dataset_dir):
+                                  dataset_dir=params.dataset_dir):
                 tracking.log_metrics({f"loss_{stage}": trial["val_loss"]}, scope="val")
 
 
@@ -445,4 +474,9 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | N
         raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder, music or decoding")
     if not specs:
         raise ValueError(f"ablation {kind}: nothing matches lm={lm} name={name} seed={seed}")
+    out = Path(params.out_dir)
+    if kind == "music" and skip_if_inputs_skipped(
+            [params.music.dataset_dir], [p for s in specs for p in (out / "runs" / s.name, out / "results" / f"{s.name}.json")],
+            stage=f"caption_encoder_music@{seed}"):
+        return []
     return [execute_run(params, s, compute=compute) for s in specs]

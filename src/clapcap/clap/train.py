@@ -416,36 +416,68 @@ def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str 
 
 def run_train_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
                    compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_clap` inside one MLflow run (when ``params.track``): params, provenance,
-    per-epoch metrics (``train/loss``, ``val/t2a/r10`` with ``step=``), the result file, the
-    model, its test item scores, and a registration as ``registered_model`` that moves
-    ``@champion`` only on evidence (:func:`clapcap.tracking.promotion.register_on_evidence`).
-    A training that is skipped (its result exists) opens no run. ``variant`` names the run
-    ``clap_<variant>`` instead of ``default_clap``.
+    """:func:`train_clap` at its tracked edge (:func:`run_tracked_training`). ``variant`` names
+    the run ``clap_<variant>`` instead of ``default_clap``.
 
     Returns:
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
     """
-
     compute = or_default(compute)
-    done = _load_done(Path(params.out_dir) / RESULT, run_signature(params, Path(params.dataset_dir), compute))
-    if not params.track or done is not None:
-        return done or train_clap(params, progress=progress, compute=compute)
-    from clapcap import tracking
+    return run_tracked_training(
+        params, run_signature(params, Path(params.dataset_dir), compute), compute=compute,
+        label=f"clap_{variant}" if variant else "default_clap", model_name="default_clap",
+        train=lambda **kw: train_clap(params, progress=progress, compute=compute, **kw),
+        item_scores=lambda model_dir: test_item_scores(params, model_dir))
 
+
+def run_tracked_training(params: Any, signature: str, *, label: str, model_name: str,
+                         train: Callable[..., TrainClapResult], item_scores: Callable[[str], dict[str, Any]],
+                         compute: Compute) -> TrainClapResult:
+    """A CLAP training (``train(on_epoch_end=...)``) inside one MLflow run when ``params.track``:
+    params, provenance, per-epoch metrics (``train/loss``, ``val/t2a/r10`` with ``step=``), the
+    result file, the model, its test item scores (``item_scores(model_dir)``) and a registration
+    as ``params.registered_model`` (:func:`register`).
+
+    The registration is part of what a rerun checks: when the result file exists (training
+    skipped) and a version carries this ``signature`` with its decision, nothing is done and no
+    run opens; a version without its decision (a crash cut it short) is completed; no version
+    at all (the run failed before registering) opens a run that logs and registers the
+    trained model. Only a run under DVC (``$DVC_STAGE``) moves aliases.
+
+    Returns:
+        The :class:`TrainClapResult`.
+    """
+    done = _load_done(Path(params.out_dir) / RESULT, signature)
+    if not params.track:
+        return done or train()
+    from clapcap import tracking
+    from clapcap.tracking.promotion import NOT_PROMOTED, find_registration
+
+    promote = tracking.dvc_stage() is not None
+    found = find_registration(params.registered_model, signature, legacy_artifact=RESULT) if done else None
+    # Decided, and not merely recorded by an ad-hoc run when this run may move the alias.
+    if found is not None and found["decision"] is not None and not (promote and found["decision"] == NOT_PROMOTED):
+        logger.info("%s v%d holds this training (decision: %s): nothing to register", params.registered_model,
+                    found["version"], found["decision"])
+        return done
+    if found is not None:
+        logger.info("%s v%d: completing its registration", params.registered_model, found["version"])
+        settle_registration(params, found["version"], promote=promote)
+        return done
     run_params = {**to_dict(params), "compute": compute.to_dict()}
-    label = f"clap_{variant}" if variant else "default_clap"
     name = tracking.run_name("retrieval", label, sha256_json(to_dict(params))[:8], params.seed)
     with tracking.tracked("train_clap", experiment="clapcap-retrieval", name=name, params=run_params,
                           dataset_dir=params.dataset_dir):
-        res = train_clap(params, progress=progress, compute=compute, on_epoch_end=_log_epoch)
+        res = done or train(on_epoch_end=_log_epoch)
+        for row in res.history if res.skipped else []:  # trained earlier, never registered
+            _log_epoch(row["epoch"], row)
         tracking.log_artifact(res.result_path)
         uri = tracking.log_loader_pyfunc_model(
-            "default_clap", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
+            model_name, "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
             input_example=["a dog barks", "rain falls on a roof"])
-        scores = test_item_scores(params, res.model_dir)
+        scores = item_scores(res.model_dir)
         tracking.log_dict(scores, ITEM_SCORES_FILE)
-        register(uri, params, scores)
+        register(uri, params, scores, signature=signature, promote=promote)
     return res
 
 
@@ -458,21 +490,39 @@ def _log_epoch(epoch: int, row: dict[str, float]) -> None:
                          scope="val", step=epoch)
 
 
-def register(uri: str, params: TrainClapParams, scores: dict[str, Any]) -> dict[str, Any]:
-    """Register ``uri`` as a version of ``params.registered_model``; ``params.alias`` moves
-    to it only when a paired bootstrap on the test items shows it better than the current
-    holder (one-sided p < 0.05); otherwise it becomes ``@challenger``.
+def register(uri: str, params: Any, scores: dict[str, Any], *, signature: str | None = None,
+             promote: bool = True) -> dict[str, Any]:
+    """Register ``uri`` as a version of ``params.registered_model`` (tagged with the training's
+    ``signature``); ``params.alias`` moves to it only when a paired bootstrap on the test items
+    shows it better than the current holder (one-sided p < 0.05), else it becomes
+    ``@challenger`` (also when the two cannot be compared). With ``promote`` false (a run
+    outside DVC) no alias moves.
 
     Returns:
         The decision of :func:`clapcap.tracking.promotion.register_on_evidence`.
     """
     from clapcap.retrieval.item_scores import compare_with_champion
-    from clapcap.tracking.promotion import register_on_evidence
+    from clapcap.tracking.promotion import SIGNATURE_TAG, register_on_evidence
 
     decision = register_on_evidence(
-        uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE,
-        alias=params.alias,
-        compare=compare_with_champion)
-    logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
-                decision["alias"], decision["reason"])
+        uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
+        compare=compare_with_champion, promote=promote, tags={SIGNATURE_TAG: signature} if signature else None)
+    logger.info("registered %s version %d: %s (%s)", params.registered_model, decision["version"],
+                f"@{decision['alias']}" if decision["alias"] else "no alias", decision["reason"])
     return decision
+
+
+def settle_registration(params: Any, version: int, *, promote: bool) -> dict[str, Any]:
+    """Complete the registration of ``params.registered_model`` version ``version`` from the
+    item scores its run logged (:func:`clapcap.tracking.promotion.settle`).
+
+    Raises:
+        RegistryError: when the version's run carries no item scores.
+    """
+    from clapcap import tracking
+    from clapcap.retrieval.item_scores import compare_with_champion
+    from clapcap.tracking.promotion import settle
+
+    scores = tracking.version_artifact_json(params.registered_model, version, ITEM_SCORES_FILE)
+    return settle(params.registered_model, version, item_scores=scores, compare=compare_with_champion,
+                  artifact_file=ITEM_SCORES_FILE, alias=params.alias, promote=promote)

@@ -64,10 +64,12 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _caption(args: argparse.Namespace) -> int:
     from clapcap import tracking
+    from clapcap.captioning.registry import BUILD_HINT
     from clapcap.utils.io import write_json
 
     paths = [str(p) for p in args.audio]
-    out = dict(zip(paths, tracking.load_pyfunc_model(args.model).predict(paths), strict=True))
+    model = tracking.load_pyfunc_model(args.model, build_hint=BUILD_HINT)  # a clear error on a fresh clone
+    out = dict(zip(paths, model.predict(paths), strict=True))
     if args.out:
         write_json(args.out, out)
         logger.info("wrote %d captions to %s", len(out), args.out)

@@ -17,7 +17,8 @@ from pathlib import Path
 from clapcap.data.manifest import SPLITS, write_manifest
 from clapcap.data.prepare import dataset_fingerprint, load_dataset
 from clapcap.errors import InputError
-from clapcap.utils.io import write_json
+from clapcap.utils.io import read_json, write_json
+from clapcap.utils.skip import mark_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +39,19 @@ def subset_dataset(src_dir: str | Path, out_dir: str | Path, *, source: str) -> 
         ``out_dir``.
 
     Raises:
-        InputError: when no clip has that source, or a split (train, val, test) would be empty.
+        InputError: when no clip of the synthetic corpus has that source, or a split (train,
+            val, test) would be empty. A real dataset without that source is skipped instead
+            (``out_dir/SKIPPED.json``, :mod:`clapcap.utils.skip`).
     """
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     ds = load_dataset(src_dir)
     rows = ds.manifest[ds.manifest["source"] == source].reset_index(drop=True)
+    if rows.empty and ds_source(src_dir) != "synthetic":
+        mark_skipped([out_dir], stage="music_subset",
+                     reason=f"{src_dir} is a {ds_source(src_dir)!r} dataset with no {source!r} clips (the "
+                            f"music-encoder ablation runs on the synthetic corpus's music; set music_subset.source "
+                            f"to a source of this dataset to run it)")
+        return out_dir
     if rows.empty:
         found = sorted(ds.manifest["source"].astype(str).unique())
         raise InputError(f"{src_dir}: no clip has source {source!r}; sources are {found}")
@@ -58,3 +67,8 @@ def subset_dataset(src_dir: str | Path, out_dir: str | Path, *, source: str) -> 
                                           "subset_of": {"fingerprint": dataset_fingerprint(src_dir), "source": source}})
     logger.info("%s: %d %r clips (%s) -> %s", src_dir, len(rows), source, counts, out_dir)
     return out_dir
+
+
+def ds_source(dataset_dir: str | Path) -> str:
+    """The ``source`` recorded in a prepared dataset's ``dataset.json`` (``synthetic`` for the corpus)."""
+    return str(read_json(Path(dataset_dir) / "dataset.json").get("source", ""))

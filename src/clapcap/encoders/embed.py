@@ -209,8 +209,15 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True,
     # Progress lives outside <out_dir>/<encoder>/<dataset>, the stage's DVC output, which DVC
     # deletes before rerunning the stage.
     partial_root = Path(params.out_dir) / ".partial" / encoder / dataset
+    present = set(load_dataset(params.datasets[dataset]).manifest.columns)
     for split in params.splits_of(encoder):
         for column in params.columns_of(split):
+            if column != "captions" and column not in present:
+                # A real dataset has no corpus views: its view dumps are not made, and the
+                # RobustCLAP stages that would read them skip (clapcap.utils.skip).
+                logger.info("%s: no %s column (views exist only in the synthetic corpus or from "
+                            "robust_paraphrase's llm backend): %s dump not made", dataset, column, split)
+                continue
             out = dump_path(params.out_dir, encoder, dataset, split, column)
             sig = _signature(cfg, Path(params.datasets[dataset]), split, column, None)
             if not is_complete(out, sig):

@@ -23,7 +23,8 @@ from clapcap.llm import LLMError
 from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.paraphrase.heldout import heldout_views
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
-from clapcap.utils.io import write_json
+from clapcap.utils.io import read_json, write_json
+from clapcap.utils.skip import mark_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -154,9 +155,31 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
     return report
 
 
+def corpus_views_missing(params: ParaphraseParams) -> str | None:
+    """Why the corpus backend cannot run on ``params.dataset_dir``, or None when it can: only
+    the synthetic corpus writes views; a real dataset needs the llm backend."""
+    if params.backend != "corpus":
+        return None
+    info = read_json(Path(params.dataset_dir) / "dataset.json")
+    columns = set(load_dataset(params.dataset_dir).manifest.columns)
+    if info.get("source") == "synthetic" or set(VIEW_COLUMNS.values()) <= columns:
+        return None
+    return (f"{params.dataset_dir} is a {info.get('source')!r} dataset without paraphrase views (only the synthetic "
+            "corpus has them); set robust_paraphrase.backend: llm to make them with an LLM")
+
+
 def run_paraphrase(params: ParaphraseParams, *, progress: bool = True) -> dict[str, Any]:
     """:func:`paraphrase_dataset` inside an MLflow run (when ``params.track``): params (never
-    the API key, which is not a parameter), counts, and the report. Returns the report."""
+    the API key, which is not a parameter), counts, and the report. Returns the report.
+
+    A real dataset (no corpus views) with the corpus backend is skipped, not an error: the
+    output folder holds ``SKIPPED.json`` (:mod:`clapcap.utils.skip`) and the RobustCLAP
+    stages after it skip too. Returns ``{"skipped": reason}`` then.
+    """
+    reason = corpus_views_missing(params)
+    if reason is not None:
+        mark_skipped([params.out_dir], stage="robust_paraphrase", reason=reason)
+        return {"skipped": reason}
     if not params.track:
         return paraphrase_dataset(params, progress=progress)
     from clapcap import tracking

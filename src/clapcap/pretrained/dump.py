@@ -38,6 +38,7 @@ from clapcap.encoders.partial import BatchStore
 from clapcap.pretrained.config import PretrainedEncoderConfig
 from clapcap.pretrained.factory import create_pretrained_encoder, weights_digest
 from clapcap.utils.io import remove_stale_temps, sha256_json
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -194,13 +195,17 @@ def embed_pretrained_splits(params: EmbedPretrainedParams, name: str, *, progres
     """Write every split's dump of ``params.dataset_dir`` with encoder ``name`` (built once).
 
     Returns:
-        The dump paths, in ``params.splits`` order.
+        The dump paths, in ``params.splits`` order; none when the dataset folder was skipped
+        (:mod:`clapcap.utils.skip`: a real dataset has no corpus music subset).
 
     Raises:
         ValueError: when ``name`` is not one of ``params.encoders``.
     """
     if name not in params.encoders:
         raise ValueError(f"embed_pretrained: no encoder {name!r}; have {sorted(params.encoders)}")
+    if skip_if_inputs_skipped([params.dataset_dir], [Path(params.out_dir) / name / params.dataset],
+                              stage=f"embed_pretrained@{name}"):
+        return []
     cfg = params.encoders[name].with_device(or_default(compute).device)
     encoder = None
     paths = []

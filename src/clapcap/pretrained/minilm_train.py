@@ -27,6 +27,7 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
     clap_batches,
     embed_cache,
     fit,
+    run_tracked_training,
     t2a_recall,
 )
 from clapcap.compute import Compute, or_default
@@ -192,30 +193,14 @@ def test_item_scores(params: MiniLMClapParams, model_dir: str | Path, *, split: 
 
 def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progress: bool = True,
                           compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_minilm_clap` inside one MLflow run (when ``params.track``): params, provenance,
-    per-epoch metrics, the result file, the model as a pyfunc, its test item scores, and a
-    registration as ``registered_model`` that moves ``@champion`` only on evidence. A
-    training that is skipped opens no run.
+    """:func:`train_minilm_clap` at the default CLAP's tracked edge
+    (:func:`clapcap.clap.train.run_tracked_training`: one MLflow run of the ``train_clap`` stage,
+    the model as a pyfunc, its test item scores and a registration as ``registered_model``; a
+    rerun checks the registration too, and only a run under DVC moves aliases).
     """
     compute = or_default(compute)
-    done = _load_done(Path(params.out_dir) / RESULT, run_signature(params, Path(params.dataset_dir), compute))
-    if not params.track or done is not None:
-        return done or train_minilm_clap(params, progress=progress, compute=compute)
-    from clapcap import tracking
-    from clapcap.clap.train import _log_epoch, register
-    from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
-
-    run_params = {**to_dict(params), "compute": compute.to_dict()}
-    name = tracking.run_name("retrieval", f"clap_minilm_{variant}" if variant else "clap_minilm",
-                             sha256_json(to_dict(params))[:8], params.seed)
-    with tracking.tracked("train_clap_minilm", experiment="clapcap-retrieval", name=name, params=run_params,
-                          dataset_dir=params.dataset_dir):
-        res = train_minilm_clap(params, progress=progress, compute=compute, on_epoch_end=_log_epoch)
-        tracking.log_artifact(res.result_path)
-        uri = tracking.log_loader_pyfunc_model(
-            "clap_minilm", "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
-            input_example=["a dog barks", "rain falls on a roof"])
-        scores = test_item_scores(params, res.model_dir)
-        tracking.log_dict(scores, ITEM_SCORES_FILE)
-        register(uri, params, scores)  # reads registered_model and alias only
-    return res
+    return run_tracked_training(
+        params, run_signature(params, Path(params.dataset_dir), compute), compute=compute,
+        label=f"clap_minilm_{variant}" if variant else "clap_minilm", model_name="clap_minilm",
+        train=lambda **kw: train_minilm_clap(params, progress=progress, compute=compute, **kw),
+        item_scores=lambda model_dir: test_item_scores(params, model_dir))

@@ -21,6 +21,7 @@ from typing import Any
 
 from clapcap.reporting.tables import latex_table, markdown_table, tex_escape
 from clapcap.utils.io import atomic_path, read_json, write_json
+from clapcap.utils.skip import skip_reason
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
                          std=_with({m: v["std"] for m, v in floor["metrics"].items()}, cfg.get("std"))))
     encoders: dict[tuple[str, str], list[dict[str, float]]] = {}
     for path in sorted(out.glob("results/[!.]*.json")):
+        if skip_reason(path) is not None:  # a run that does not apply to this dataset
+            continue
         rec = read_json(path)
         kind = rec["spec"]["kind"]
         if kind == "arch":

@@ -18,6 +18,7 @@ from typing import Any
 from clapcap.reporting.conclusions import merge_conclusions
 from clapcap.reporting.report import build_report
 from clapcap.utils.io import read_json, write_json
+from clapcap.utils.skip import skip_reason
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +92,24 @@ def _test_metrics(path: Path, semantic: dict[str, Any] | None = None, key: str =
     return _caption_metrics(corpus)
 
 
+def _encoder_rows(res: Path, sem: dict[str, Any], kind: str, lm: str, baseline: str) -> list[dict[str, Any]]:
+    """One row per encoder of an encoder study (``<kind>_<encoder>_<lm>_s1_seed<k>.json``, its
+    seeds grouped; skip markers left out); ``music`` rows form their own group (another test
+    set: the music clips)."""
+    by_encoder: dict[str, list[dict[str, float]]] = {}
+    for path in sorted(res.glob(f"{kind}_*_{lm}_s1_seed*.json")):
+        if skip_reason(path) is not None:  # the study does not apply to this dataset
+            continue
+        name = path.stem[len(kind) + 1:].split(f"_{lm}_s1")[0]
+        by_encoder.setdefault(name, []).append(_test_metrics(path, sem))
+    group, suffix = (lm, "") if kind == "encoder" else (f"{lm}, music clips", " (music)")
+    return [{"name": f"{name}{suffix}", "baseline": name == baseline, "group": group, "seeds": seeds}
+            for name, seeds in by_encoder.items()]
+
+
 def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
-                        baseline_decoding: str, decoding_seed: int = 0) -> dict[str, list[dict[str, Any]]]:
+                        baseline_decoding: str, decoding_seed: int = 0,
+                        music_baseline: str = "default_clap") -> dict[str, list[dict[str, Any]]]:
     """Report rows per captioning section from the study's result files (test split).
 
     - ``lm_ablation``: one row per LM with its seeds (``<lm>_seed<k>.json``), then the
@@ -101,7 +118,9 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
     - ``decoding_ablation``: ``decoding/<lm>/seed<decoding_seed>/<name>.json`` (the checkpoint
       of the first noise seed), baseline ``baseline_decoding``;
     - ``encoder_ablation``: ``encoder_<name>_<lm>_s1_seed<k>.json`` (mean over seeds),
-      baseline ``default``;
+      baseline ``default``, and the music study's ``music_<name>_<lm>_s1_seed<k>.json`` (the
+      reduced study's encoder ablation, on the music clips), baseline ``music_baseline``
+      (``captioning.music.baseline``), in a group of their own;
     - ``pipeline``: seed-0 baselines and the most-common-caption baseline, for the
       reference comparison.
     """
@@ -130,13 +149,8 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
                                          "baseline": path.stem == baseline_decoding,
                                          "metrics": _test_metrics(
                                              path, sem, f"decoding/{decoding_lm}/seed{decoding_seed}/{path.stem}")})
-    by_encoder: dict[str, list[dict[str, float]]] = {}
-    for path in sorted(res.glob(f"encoder_*_{decoding_lm}_s1_seed*.json")):
-        name = path.stem[len("encoder_"):].split(f"_{decoding_lm}_s1")[0]
-        by_encoder.setdefault(name, []).append(_test_metrics(path, sem))
-    for name, seeds in by_encoder.items():
-        out["encoder_ablation"].append({"name": name, "baseline": name == "default", "group": decoding_lm,
-                                        "seeds": seeds})
+    out["encoder_ablation"] = (_encoder_rows(res, sem, "encoder", decoding_lm, "default")
+                               + _encoder_rows(res, sem, "music", decoding_lm, music_baseline))
     trivial = Path(root) / "baseline_trivial.json"
     if trivial.is_file():
         metrics = _caption_metrics(read_json(trivial)["test"]["corpus"])
@@ -149,11 +163,13 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
 
 
 def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
-                   lms: Sequence[str] = (), decoding_seed: int = 0) -> dict[str, list[str]]:
+                   lms: Sequence[str] = (), decoding_seed: int = 0,
+                   music_baseline: str = "default_clap") -> dict[str, list[str]]:
     """Write report inputs under ``params.out_dir``; return ``{section: [paths]}``.
 
-    ``captioning_dir`` and ``lms`` come from the ``captioning`` section (its ``out_dir`` and
-    ``lms``), not repeated here; an empty ``captioning_dir`` collects no captioning rows.
+    ``captioning_dir``, ``lms`` and ``music_baseline`` come from the ``captioning`` section (its
+    ``out_dir``, ``lms`` and ``music.baseline``), not repeated here; an empty ``captioning_dir``
+    collects no captioning rows.
     """
     out = Path(params.out_dir)
     inputs: dict[str, list[str]] = {}
@@ -161,7 +177,7 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
     if retrieval:
         inputs["retrieval"] = [str(write_json(out / "retrieval.json", {"rows": retrieval}))]
     caps = (captioning_sections(captioning_dir, list(lms), params.decoding_lm, params.baseline_decoding,
-                                decoding_seed)
+                                decoding_seed, music_baseline)
             if captioning_dir else {})
     for section in ("lm_ablation", "arch_ablation", "decoding_ablation", "encoder_ablation"):
         if caps.get(section):
@@ -186,7 +202,7 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
 
 
 def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captioning_dir: str | Path = "",
-                       lms: Sequence[str] = (), decoding_seed: int = 0,
+                       lms: Sequence[str] = (), decoding_seed: int = 0, music_baseline: str = "default_clap",
                        extra_inputs: dict[str, list[str]] | None = None, conclusions: Sequence[str | Path] = (), conclusions_out: str | Path = "",
                        track: bool = False) -> dict[str, Any]:
     """Collect the pipeline's results, then build the report (the ``report`` DVC stage).
@@ -199,8 +215,12 @@ def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captionin
     Raises:
         ConclusionsError: on a malformed conclusions file or an id defined twice.
     """
-    inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms, decoding_seed=decoding_seed)
-    present = [p for p in conclusions if Path(p).is_file()]
+    inputs = collect_inputs(collect, captioning_dir=captioning_dir, lms=lms, decoding_seed=decoding_seed,
+                            music_baseline=music_baseline)
+    skipped = {str(p): r for p in conclusions if (r := skip_reason(p)) is not None}
+    for path, reason in skipped.items():  # a study that does not apply to this dataset
+        logger.info("conclusions %s left out: skipped (%s)", path, reason)
+    present = [p for p in conclusions if Path(p).is_file() and str(p) not in skipped]
     if present and conclusions_out:
         missing = [str(p) for p in conclusions if not Path(p).is_file()]
         if missing:

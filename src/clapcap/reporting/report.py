@@ -8,7 +8,8 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
 - ``lm_ablation``: per-LM rows (``seeds`` or ``metrics`` + ``std``); std = noise floor;
 - ``arch_ablation``, ``decoding_ablation``: variants with ``group`` and one ``baseline``
   per group; deltas are compared with the group's noise floor from ``lm_ablation``;
-- ``encoder_ablation``: encoder rows, one ``baseline``;
+- ``encoder_ablation``: encoder rows, one ``baseline`` per ``group`` (the encoders on all
+  clips; the music study's encoders on the music clips);
 - ``reference_comparison``: pipeline and reference captioners, leaky rows daggered;
 - ``lr_search``: Optuna result JSONs or PNG pointers;
 - ``retrieval``: our retrieval results (with ``dataset``), placed in the AudioCaps

@@ -42,6 +42,7 @@ from clapcap.robust.config import ZS, ZS_CUTOFF, ZS_MAP, RobustBenchParams
 from clapcap.robust.data import valid_text
 from clapcap.robust.report import write_tables
 from clapcap.utils.io import read_json, write_json
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -320,6 +321,11 @@ def run_robust_benchmark(params: RobustBenchParams, *, compute: Compute | None =
         The benchmark result, with ``register.version`` when the model was registered.
     """
     compute = or_default(compute)
+    out = Path(params.out_dir)
+    if skip_if_inputs_skipped([params.paraphrase_dir], [out / "dumps", *(out / f"benchmark{ext}" for ext in
+                                                                          (".json", ".md", ".tex"))],
+                              stage="robust_benchmark"):
+        return {"skipped": True}
     if not params.track:
         return run_benchmark(params, compute=compute)
     from clapcap import tracking

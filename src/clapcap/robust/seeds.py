@@ -36,6 +36,7 @@ from clapcap.reporting.conclusions import (
 from clapcap.robust.benchmark import ZS, ZS_MAP, evaluate_model, load_waves, sample_rate_of
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.train import train_robust_clap
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,9 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
         FileNotFoundError: when a model folder or the paraphrase manifest is missing.
     """
     compute = or_default(compute)
+    if skip_if_inputs_skipped([train.paraphrase_dir], [study.out_dir, study.results_dir, study.conclusions,
+                                                       study.findings_md], stage="robust_seeds"):
+        return []
     for name in (bench.base, bench.candidate, study.control):
         if name not in bench.models:
             raise ValueError(f"robust_seeds: {name!r} is not one of robust_benchmark.models {list(bench.models)}")

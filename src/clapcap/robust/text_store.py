@@ -17,6 +17,7 @@ from typing import Any
 
 from clapcap.robust.config import RobustTextStoreParams
 from clapcap.robust.data import VIEW_COLUMNS, valid_text
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ def build_text_store(params: RobustTextStoreParams, *, progress: bool = True) ->
     from clapcap.pretrained.minilm_clap import set_text_trainable
     from clapcap.utils.io import write_json
 
+    if skip_if_inputs_skipped([params.paraphrase_dir], [params.out_dir], stage="robust_text_store"):
+        return {"skipped": True}
     if not Path(params.base_model).exists():
         raise FileNotFoundError(f"{params.base_model}: base CLAP folder not found (run train_clap first)")
     texts = store_texts(params.paraphrase_dir, params.splits)

@@ -34,6 +34,7 @@ from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
 from clapcap.utils.io import read_json, sha256_json, write_json
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -251,17 +252,32 @@ def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
         The training result.
     """
     compute = or_default(compute)
+    out = Path(params.out_dir)
+    # The stage's outputs (dvc.yaml); a shared feature cache elsewhere is left alone.
+    outs = [out / "model", out / RESULT, out / "checkpoints", *([] if params.feature_cache else [out / "cache"])]
+    if skip_if_inputs_skipped([params.paraphrase_dir], outs,
+                              stage=f"robust_train ({robust_model_label(params)})"):
+        return RobustTrainResult(model_dir="", result_path="", base_model="", history=[], val={}, n_train_clips=0,
+                                 added_words=[], seconds=0.0, skipped=True)
     if not params.track or (Path(params.out_dir) / RESULT).is_file():
         return train_robust_clap(params, progress=progress, compute=compute)
     from clapcap import tracking
 
     run_params = {**to_dict(params), "compute": compute.to_dict()}
-    name = tracking.run_name("robust", Path(params.out_dir).name, sha256_json(to_dict(params))[:8], params.seed)
+    name = tracking.run_name("robust", robust_model_label(params), sha256_json(to_dict(params))[:8], params.seed)
     with tracking.tracked("robust_train", experiment=params.experiment, name=name, params=run_params,
                           dataset_dir=params.paraphrase_dir, tags={"base_model": params.base_model}):
         result = train_robust_clap(params, progress=progress, compute=compute, on_epoch_end=log_epoch)
         tracking.log_artifact(result.result_path)
     return result
+
+
+def robust_model_label(params: RobustTrainParams) -> str:
+    """What the fine-tune is, for its run name: ``robust_clap`` (paraphrase-view losses on) or
+    ``robust_control`` (the CLIP loss alone). From the loss, not from ``out_dir``: a run name
+    holds no output path."""
+    loss = params.loss
+    return "robust_clap" if max(loss.w_view1, loss.w_view2, loss.w_align) > 0 else "robust_control"
 
 
 def log_epoch(epoch: int, row: dict[str, float]) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.errors import InputError
-from clapcap.tracking.runs import group_run, provenance, resumed, run_name, tracked
+from clapcap.tracking.runs import dvc_stage, group_run, provenance, resumed, run_name, tracked
 from clapcap.tracking.store import (  # noqa: F401 - the package's API
     _SECRET,
     _mlflow,
@@ -43,8 +43,8 @@ from clapcap.tracking.vocab import VocabularyError, check_key, metric_key, metri
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["VocabularyError", "check_key", "group_run", "metric_key", "metric_keys", "provenance", "resumed",
-           "run_name", "tracked"]  # re-exported: the stages use them as tracking.<name>
+__all__ = ["VocabularyError", "check_key", "dvc_stage", "group_run", "metric_key", "metric_keys", "provenance",
+           "resumed", "run_name", "tracked"]  # re-exported: the stages use them as tracking.<name>
 
 def log_metrics(metrics: Mapping[str, Any], *, scope: str, view: str | None = None,
                 direction: str | None = None, stat: str | None = None, step: int | None = None) -> dict[str, float]:
@@ -101,7 +101,15 @@ def register_model(
         The new model version number.
     """
     mlflow = _mlflow()
-    version = mlflow.register_model(model_uri, name, tags=dict(tags or {}))
+    from mlflow.utils.logging_utils import MLFLOW_LOGGING_STREAM
+
+    # MLflow prints "Successfully registered model ..." and "Created version ..." straight to
+    # stderr (not through logging); the caller logs the version it got, so silence them here.
+    was_enabled, MLFLOW_LOGGING_STREAM.enabled = MLFLOW_LOGGING_STREAM.enabled, False
+    try:
+        version = mlflow.register_model(model_uri, name, tags=dict(tags or {}))
+    finally:
+        MLFLOW_LOGGING_STREAM.enabled = was_enabled
     if alias:
         mlflow.MlflowClient().set_registered_model_alias(name, alias, version.version)
     return int(version.version)
@@ -195,12 +203,49 @@ def log_loader_pyfunc_model(name: str, loader: str, *, artifacts: Mapping[str, s
                             output_example=output)
 
 
-def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None) -> Any:
+def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None, *, build_hint: str = "") -> Any:
     """Load a pyfunc model (for example ``models:/captioner@champion``) from the project's
-    store (``tracking_uri`` or :func:`default_tracking_uri`), also outside a stage run."""
+    store (``tracking_uri`` or :func:`default_tracking_uri`), also outside a stage run.
+
+    Raises:
+        RegistryError: when ``model_uri`` is ``models:/NAME@ALIAS`` or ``models:/NAME/VERSION``
+            and the store has no such model, alias or version (a fresh clone); the message
+            ends with ``build_hint`` (how to build and register one).
+    """
     mlflow = _mlflow()
-    mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
+    uri = tracking_uri or default_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    _check_registered(model_uri, uri, build_hint)
     return mlflow.pyfunc.load_model(model_uri)
+
+
+def _check_registered(model_uri: str, store: str, build_hint: str) -> None:
+    """Raise :class:`RegistryError` unless the ``models:/`` URI names a registered version."""
+    from mlflow.exceptions import MlflowException
+
+    if not model_uri.startswith("models:/"):
+        return
+    ref = model_uri[len("models:/"):].strip("/")
+    name, at, alias = ref.partition("@")
+    name, _, version = name.partition("/") if not at else (name, "", "")
+    client = _mlflow().MlflowClient()
+    try:
+        client.get_registered_model(name)
+    except MlflowException as exc:
+        raise RegistryError(f"no model is registered as {name!r} in {store}, so {model_uri} cannot be loaded. "
+                            f"{build_hint or 'Register one first (docs/tracking.md).'}") from exc
+    if at and alias_version(name, alias) is None:
+        raise RegistryError(f"registered model {name!r} has no @{alias} in {store}, so {model_uri} cannot be "
+                            f"loaded. Promote a version by hand: {promote_command(name, 'VERSION', alias)}"
+                            + (f". {build_hint}" if build_hint else ""))
+    if version.isdigit():
+        _version(name, version)
+
+
+def promote_command(name: str, version: int | str, alias: str = "champion") -> str:
+    """The command that moves ``name@alias`` to ``version`` on a person's word."""
+    extra = "" if alias == "champion" else f" --alias {alias}"
+    return f"clapcap registry promote {name} {version}{extra} --reason '...'"
 
 
 # --------------------------------------------------------------------------- registry verbs

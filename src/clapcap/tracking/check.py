@@ -5,7 +5,10 @@
 - a metric key outside the vocabulary (:func:`clapcap.tracking.vocab.check_key`);
 - two runs with one name in an experiment, unless one reruns the other (same stage and
   same params hash);
-- an empty run (no params and no metrics);
+- an empty run: no params and no metrics, or a FAILED (or KILLED) run that logged no metric
+  (a crash before any result: nothing in it to compare; delete it once its stage has rerun);
+- a parent run without metrics (a seed group without the mean and std over its seeds, a
+  search without its best trial's value), which the runs table cannot compare;
 - a captioning configuration whose training params or test metrics are not on its run;
 - seeds of one configuration (``.../seedN`` siblings) that are not child runs of one parent;
 - a run without the provenance tags.
@@ -23,6 +26,7 @@ from clapcap.tracking.runs import GROUP_TAG, PROVENANCE_TAGS
 from clapcap.tracking.vocab import VocabularyError, check_key
 
 _SEED = re.compile(r"^(.*)/seed\d+$")
+_FAILED = ("FAILED", "KILLED")
 
 
 def _runs(client: Any) -> dict[str, list[Any]]:
@@ -45,6 +49,9 @@ def _run_problems(exp: str, run: Any) -> list[str]:
             problems.append(f"{where}: {exc}")
     if not data.params and not data.metrics:
         problems.append(f"{where}: empty run (no params, no metrics)")
+    elif not data.metrics and run.info.status in _FAILED:
+        problems.append(f"{where}: empty {run.info.status} run (params but no metrics); delete it once its "
+                        "stage has rerun")
     missing = [t for t in PROVENANCE_TAGS if t not in tags]
     if missing:
         problems.append(f"{where}: no provenance tags {missing}")
@@ -75,7 +82,15 @@ def _experiment_problems(exp: str, runs: list[Any]) -> list[str]:
         parents = {r.data.tags.get("mlflow.parentRunId") for r in seeds}
         if len(parents) != 1 or None in parents or not parents <= ids:
             problems.append(f"{exp}: the seeds of {config!r} are not child runs of one parent run")
-    return problems
+    return problems + _parent_problems(exp, runs)
+
+
+def _parent_problems(exp: str, runs: list[Any]) -> list[str]:
+    """Parent runs (of seeds, of trials) without metrics: the runs table cannot compare them."""
+    with_children = {r.data.tags.get("mlflow.parentRunId") for r in runs}
+    return [f"{exp}: parent run {r.info.run_name!r} ({r.info.run_id}) has no metrics: its children's "
+            "summary (mean and std over seeds, a search's best value) belongs on it"
+            for r in runs if r.info.run_id in with_children and not r.data.metrics]
 
 
 def check_store(tracking_uri: str) -> list[str]:

@@ -9,10 +9,18 @@ significant paired improvement (docs/tracking.md, "Promotion on evidence").
   on the primary metric with a one-sided p below ``alpha``. Otherwise the version gets
   ``@challenger``.
 
+A candidate that cannot be compared (its items, split or dataset differ from the champion's,
+or the champion carries no item scores) is a challenger too, its reason says why and how to
+promote it by hand (:func:`promote_command`). With ``promote=False`` (a registration outside
+the DVC pipeline) no alias moves: the version is recorded with decision ``none``.
+
 The decision is recorded as tags on the new version: ``clapcap.promotion`` (``evidence``),
-``clapcap.decision`` (``champion``/``challenger``), ``clapcap.reason``, ``clapcap.metric``,
-``clapcap.difference``, ``clapcap.p_value`` (one-sided), ``clapcap.compared_to`` (the
-champion's version, or ``none``).
+``clapcap.decision`` (``champion``/``challenger``/``none``), ``clapcap.reason``,
+``clapcap.metric``, ``clapcap.difference``, ``clapcap.p_value`` (one-sided),
+``clapcap.compared_to`` (the champion's version, or ``none``). ``clapcap.decision`` is set
+last: a version without it is a registration that did not complete (:func:`settle` completes
+it). Extra ``tags`` given at registration (``clapcap.signature``, what a rerun looks for with
+:func:`find_registration`) are set with the version itself.
 """
 
 from __future__ import annotations
@@ -21,9 +29,15 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from clapcap.errors import InputError
+from clapcap.tracking import promote_command  # noqa: F401 (also imported from here)
+
 logger = logging.getLogger(__name__)
 
 Compare = Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+DECISION_TAG = "clapcap.decision"
+SIGNATURE_TAG = "clapcap.signature"
+NOT_PROMOTED = "none"  # the decision of a registration that moves no alias (promote=False)
 
 
 def one_sided_p(difference: float, two_sided_p: float) -> float:
@@ -56,42 +70,106 @@ def decide(candidate: Mapping[str, Any], champion: Mapping[str, Any] | None, com
 
 def register_on_evidence(model_uri: str, name: str, *, item_scores: Mapping[str, Any], compare: Compare,
                          artifact_file: str, alpha: float = 0.05, higher_is_better: bool = True,
-                         alias: str = "champion") -> dict[str, Any]:
-    """Register ``model_uri`` as a new version of ``name`` and set ``@champion`` or
-    ``@challenger`` by :func:`decide` against the current ``alias`` holder's ``artifact_file``.
-
-    A champion that carries no item scores (registered before they were logged) cannot be
-    compared: the new version is then a challenger, and a person promotes it
-    (``clapcap registry promote``).
+                         alias: str = "champion", promote: bool = True,
+                         tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Register ``model_uri`` as a new version of ``name`` (with ``tags``), then :func:`settle` it.
 
     Returns:
-        :func:`decide`'s dict plus ``"version"``, ``"alias"`` and ``"compared_to"``.
+        :func:`settle`'s dict.
+    """
+    from clapcap import tracking
+
+    version = tracking.register_model(model_uri, name, tags=tags)
+    return settle(name, version, item_scores=item_scores, compare=compare, artifact_file=artifact_file,
+                  alpha=alpha, higher_is_better=higher_is_better, alias=alias, promote=promote)
+
+
+def _evidence(name: str, version: int, current: int | None, item_scores: Mapping[str, Any], compare: Compare, *,
+              alias: str, artifact_file: str, **rule: Any) -> dict[str, Any]:
+    """:func:`decide` against the ``alias`` holder ``current`` (``rule``: ``alpha``,
+    ``higher_is_better``); a challenger, ``"comparable": False``, when they cannot be compared."""
+    from clapcap import tracking
+
+    if current == version:  # the alias was set before a crash cut the registration short
+        return {"decision": "champion", "reason": f"already @{alias}", "metric": item_scores.get("primary"),
+                "difference": None, "p_value": None, "comparable": True}
+    try:
+        champion = None if current is None else tracking.version_artifact_json(name, current, artifact_file)
+        return {**decide(item_scores, champion, compare, **rule), "comparable": True}
+    except InputError as exc:  # RegistryError (no item scores), or other items / split / dataset
+        return {"decision": "challenger", "reason": f"cannot be compared with {name}@{alias} (v{current}): {exc}",
+                "metric": item_scores.get("primary"), "difference": None, "p_value": None, "comparable": False}
+
+
+def settle(name: str, version: int, *, item_scores: Mapping[str, Any], compare: Compare, artifact_file: str,
+           alpha: float = 0.05, higher_is_better: bool = True, alias: str = "champion",
+           promote: bool = True) -> dict[str, Any]:
+    """Decide version ``version`` of ``name`` against the current ``alias`` holder's
+    ``artifact_file``: ``@alias``, ``@challenger``, or (``promote`` false) no alias; record the
+    decision as tags, ``clapcap.decision`` last. Also completes a registration a crash cut off.
+
+    Returns:
+        :func:`decide`'s dict plus ``"version"``, ``"alias"`` (None when no alias moved),
+        ``"compared_to"`` and ``"comparable"``.
     """
     import mlflow
 
     from clapcap import tracking
 
-    version = tracking.register_model(model_uri, name)
     current = tracking.alias_version(name, alias)
-    if current is None:
-        result = decide(item_scores, None, compare, alpha=alpha, higher_is_better=higher_is_better)
-    else:
-        try:
-            champion = tracking.version_artifact_json(name, current, artifact_file)
-        except tracking.RegistryError as exc:
-            champion = None
-            result = {"decision": "challenger", "reason": f"champion v{current} cannot be compared: {exc}",
-                      "metric": item_scores.get("primary"), "difference": None, "p_value": None}
-        if champion is not None:
-            result = decide(item_scores, champion, compare, alpha=alpha, higher_is_better=higher_is_better)
-    alias = alias if result["decision"] == "champion" else "challenger"
+    result = _evidence(name, version, current, item_scores, compare, alias=alias, artifact_file=artifact_file,
+                       alpha=alpha, higher_is_better=higher_is_better)
+    moved: str | None = alias if result["decision"] == "champion" else "challenger"
+    by_hand = f"to promote it by hand: {promote_command(name, version, alias)}"
+    if not promote:
+        moved = None
+        result.update(decision=NOT_PROMOTED, reason=f"registered outside the DVC pipeline, so no alias moves "
+                                                    f"({result['reason']}); {by_hand}")
+    elif not result["comparable"]:
+        result["reason"] += f"; it is @challenger, {by_hand}"
+        logger.warning("%s v%d %s", name, version, result["reason"])
     client = mlflow.MlflowClient()
-    client.set_registered_model_alias(name, alias, str(version))
-    tags = {"clapcap.promotion": "evidence", "clapcap.decision": result["decision"], "clapcap.reason": result["reason"],
+    compared = current if current != version else None
+    tags = {"clapcap.promotion": "evidence", "clapcap.reason": result["reason"],
             "clapcap.metric": str(result["metric"]), "clapcap.difference": str(result["difference"]),
-            "clapcap.p_value": str(result["p_value"]),
-            "clapcap.compared_to": str(current) if current is not None else "none"}
+            "clapcap.p_value": str(result["p_value"]), "clapcap.compared_to": str(compared or "none")}
     for key, value in tags.items():
         client.set_model_version_tag(name, str(version), key, value)
-    logger.info("%s v%d -> @%s (%s)", name, version, alias, result["reason"])
-    return {**result, "version": version, "alias": alias, "compared_to": current}
+    if moved is not None:
+        client.set_registered_model_alias(name, moved, str(version))
+    client.set_model_version_tag(name, str(version), DECISION_TAG, result["decision"])
+    logger.info("%s v%d -> %s (%s)", name, version, f"@{moved}" if moved else "no alias", result["reason"])
+    return {**result, "version": version, "alias": moved, "compared_to": compared}
+
+
+def find_registration(name: str, signature: str, *, legacy_artifact: str | None = None,
+                      tracking_uri: str | None = None) -> dict[str, Any] | None:
+    """The newest version of ``name`` registered for ``signature`` (its ``clapcap.signature``
+    tag; a version registered before that tag existed matches when its run's JSON artifact
+    ``legacy_artifact`` holds ``"signature": signature``) in the store at ``tracking_uri``
+    (default: :func:`~clapcap.tracking.default_tracking_uri`), or None.
+
+    Returns:
+        ``{"version", "decision"}`` (``decision`` None: the registration did not complete).
+    """
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from clapcap.tracking.store import _open_store, default_tracking_uri
+
+    _open_store(tracking_uri or default_tracking_uri(), "Default")  # the store's tables, once
+    client = mlflow.MlflowClient()
+    try:
+        versions = client.search_model_versions(f"name = '{name}'")
+    except MlflowException:
+        return None
+    for mv in sorted(versions, key=lambda v: -int(v.version)):
+        tagged = mv.tags.get(SIGNATURE_TAG)
+        if tagged is None and legacy_artifact and mv.run_id:
+            try:
+                tagged = mlflow.artifacts.load_dict(f"runs:/{mv.run_id}/{legacy_artifact}").get("signature")
+            except (MlflowException, OSError, ValueError):
+                tagged = None
+        if tagged == signature:
+            return {"version": int(mv.version), "decision": mv.tags.get(DECISION_TAG)}
+    return None

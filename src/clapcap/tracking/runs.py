@@ -3,8 +3,9 @@ its params, its provenance and its inputs, and closes it (FAILED when the body r
 
 Provenance tags on every run (docs/tracking.md, "Provenance"):
 
-- ``clapcap.stage`` (the library step), ``clapcap.dvc_stage`` (``$DVC_STAGE`` when a caller
-  sets it, else the DVC stage the step belongs to), ``clapcap.git_commit`` (``git rev-parse
+- ``clapcap.stage`` (the library step), ``clapcap.dvc_stage`` (``$DVC_STAGE``, which DVC sets
+  for every stage command of ``dvc repro`` and ``dvc exp run``; ``none`` for a run outside DVC:
+  a ``clapcap`` verb, a Prefect flow, a notebook), ``clapcap.git_commit`` (``git rev-parse
   HEAD`` of the working folder, ``unknown`` outside a repository);
 - ``clapcap.params_hash``: SHA-256 of the params section as logged;
 - ``clapcap.data_version``: :func:`clapcap.data.prepare.dataset_fingerprint` of the prepared
@@ -34,6 +35,13 @@ logger = logging.getLogger(__name__)
 PROVENANCE_TAGS = ("clapcap.stage", "clapcap.dvc_stage", "clapcap.git_commit", "clapcap.params_hash",
                    "clapcap.data_version")
 GROUP_TAG = "clapcap.group"
+NOT_DVC = "none"  # clapcap.dvc_stage of a run that no DVC stage runs
+
+
+def dvc_stage() -> str | None:
+    """The DVC stage running this process (``$DVC_STAGE``, set by DVC for each stage command,
+    e.g. ``train_clap`` or ``caption_lm@0``), or None outside DVC."""
+    return os.environ.get("DVC_STAGE") or None
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
@@ -51,7 +59,7 @@ def run_name(area: str, model: str, configuration: str | None = None, seed: int 
     return "/".join(str(p) for p in parts if p)
 
 
-def provenance(stage: str, params: Mapping[str, Any] | None, *, dvc_stage: str | None = None,
+def provenance(stage: str, params: Mapping[str, Any] | None, *,
                dataset_dir: str | Path | None = None) -> dict[str, str]:
     """The provenance tags of a run of ``stage`` (see the module docstring).
 
@@ -61,7 +69,7 @@ def provenance(stage: str, params: Mapping[str, Any] | None, *, dvc_stage: str |
     data_version = "none"
     if dataset_dir is not None:
         data_version = prepared_dataset_hash(dataset_dir)  # = clapcap.data.prepare.dataset_fingerprint
-    return {"clapcap.stage": stage, "clapcap.dvc_stage": os.environ.get("DVC_STAGE") or dvc_stage or stage,
+    return {"clapcap.stage": stage, "clapcap.dvc_stage": dvc_stage() or NOT_DVC,
             "clapcap.git_commit": git_commit(), "clapcap.params_hash": sha256_json(dict(params or {})),
             "clapcap.data_version": data_version}
 
@@ -96,7 +104,7 @@ def log_inputs(*, dataset_dir: str | Path | None = None, dump: str | Path | None
 
 @contextmanager
 def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any] | None = None,
-            enabled: bool = True, dvc_stage: str | None = None, dataset_dir: str | Path | None = None,
+            enabled: bool = True, dataset_dir: str | Path | None = None,
             dump: str | Path | None = None, parent: str | None = None, tags: Mapping[str, str] | None = None,
             tracking_uri: str | None = None) -> Iterator[Any]:
     """Run the body inside one MLflow run of ``experiment`` named ``name``; yields the run (None
@@ -116,7 +124,7 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
     from clapcap.tracking import store as tracking
 
     exp_id = tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
-    prov = provenance(stage, params, dvc_stage=dvc_stage, dataset_dir=dataset_dir)
+    prov = provenance(stage, params, dataset_dir=dataset_dir)
     all_tags = {**prov, **(tags or {})}
     if parent is not None:
         all_tags["mlflow.parentRunId"] = parent
@@ -129,8 +137,7 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
 
 
 def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, Any] | None = None,
-              dvc_stage: str | None = None, dataset_dir: str | Path | None = None,
-              tracking_uri: str | None = None) -> str:
+              dataset_dir: str | Path | None = None, tracking_uri: str | None = None) -> str:
     """The id of the parent run of group ``name`` (seeds of one configuration, a search),
     created finished with ``params`` and provenance when no run of ``experiment`` has it yet.
 
@@ -147,7 +154,7 @@ def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, An
                                                   max_results=1)
         if found:
             return found[0].info.run_id
-        prov = provenance(stage, params, dvc_stage=dvc_stage, dataset_dir=dataset_dir)
+        prov = provenance(stage, params, dataset_dir=dataset_dir)
         client = mlflow.MlflowClient()
         run = client.create_run(exp_id, run_name=name, tags={**prov, GROUP_TAG: name})
         flat = tracking.clean_params(params or {})

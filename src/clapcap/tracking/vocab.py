@@ -3,7 +3,8 @@
 A key is ``<scope>/[<view>/][<direction>/]<metric>[_<stat>]``:
 
 - ``scope``: the split the number is measured on (``train``, ``val``, ``test``), or ``data``
-  for counts over a whole dataset (a paraphrase report);
+  for numbers over a whole dataset (a paraphrase report's counts, the retrieval metrics of
+  an ``embed --split all`` dump);
 - ``view``: a caption view other than the dataset's own captions (``paraphrase``,
   ``view2``); omitted for the original captions, so that the same concept has one key in
   every stage;
