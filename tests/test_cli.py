@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clapcap.cli import main
 
 BIN = Path(sys.executable).parent
@@ -64,3 +66,13 @@ def test_successful_commands_print_progress_and_result_only(tmp_path):
             assert [line for line in err.splitlines() if line and not _OURS.match(line)] == []
         else:
             assert '"model_dir"' in out.stdout
+
+
+def test_version_names_the_installed_distribution(capsys):
+    from importlib.metadata import version
+
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"clapcap {version('clapcap')}"

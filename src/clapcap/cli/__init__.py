@@ -46,11 +46,24 @@ GROUPS: list[tuple[str, ModuleType, str]] = [
 ]
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), else the package's own."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clapcap")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from clapcap import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser with every available group."""
     parser = argparse.ArgumentParser(prog="clapcap", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging, library logs, and tracebacks of errors")
+    parser.add_argument("--version", action="version", version=f"clapcap {_version()}")
     sub = parser.add_subparsers(dest="group", metavar="GROUP")
     for name, module, help_text in GROUPS:
         module.register(sub, name, help_text)
