@@ -76,3 +76,12 @@ def test_version_names_the_installed_distribution(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"clapcap {version('clapcap')}"
+
+
+def test_every_verb_shows_its_defaults(capsys):
+    """Options with a real default say it in --help (ArgumentDefaultsHelpFormatter)."""
+    with pytest.raises(SystemExit):
+        main(["retrieval", "evaluate", "--help"])
+    out = capsys.readouterr().out
+    assert "bootstrap seed (default: 0)" in " ".join(out.split())
+    assert "(default: None)" not in out and "(default: False)" not in out

@@ -52,6 +52,9 @@ ENV_DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "MLFLOW_CONFIGURE_LOGGING": "false",
+    # A flow with no PREFECT_API_URL starts a temporary local server, in 10-18 s on an idle
+    # 2-core machine; Prefect's 20-s default failed `clapcap data flow` on a busy one.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
 }
 
 

@@ -67,7 +67,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="group", metavar="GROUP")
     for name, module, help_text in GROUPS:
         module.register(sub, name, help_text)
+    _show_defaults(parser)
     return parser
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help line; descriptions (and their examples) as written.
+
+    Left out where it says nothing: a flag's False, an unset None, a help that already
+    names its default.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS \
+                or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and every sub-command's parser :class:`_HelpFormatter`, set here once
+    rather than in each of the verbs' ``add_parser`` calls."""
+    parser.formatter_class = _HelpFormatter
+    for action in parser._actions:  # argparse keeps sub-parsers only on this private list
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _show_defaults(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
