@@ -6,7 +6,8 @@ The dataset is in Clotho's format and built from the ten real CC0 animal recordi
 0.8) as WAV, five captions per clip, 20 train / 5 val / 5 test clips. Every stage of
 dvc.yaml runs on it with the project's own params.yaml; the stages that need the synthetic
 corpus (RobustCLAP's views, the music subset) write `SKIPPED.json` with the reason and their
-dependants skip in turn (clapcap.utils.skip). Slow: about 20 minutes on 2 cores.
+dependants skip in turn (clapcap.utils.skip). Slow: 17.5 minutes on 2 cores beside a full
+`make repro`.
 """
 
 from __future__ import annotations
