@@ -47,15 +47,13 @@ GROUPS: list[tuple[str, ModuleType, str]] = [
 
 
 def _version() -> str:
-    """The installed distribution's version (pyproject.toml), else the package's own."""
+    """The installed distribution's version (pyproject.toml's)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("clapcap")
-    except PackageNotFoundError:  # run from a source tree that is not installed
-        from clapcap import __version__
-
-        return __version__
+    except PackageNotFoundError:  # run from a source tree that pip did not install
+        return "unknown (not installed: pip install -e .)"
 
 
 def build_parser() -> argparse.ArgumentParser:
