@@ -13,9 +13,10 @@ from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
 from clapcap.captioning import findings as fnd
 from clapcap.captioning import study as exp
-from clapcap.captioning.config import DEFAULT_DECODING_ABLATION
-from clapcap.config import ConfigError, from_dict
+from clapcap.config import ConfigError, from_dict, load_section
 from clapcap.reporting.conclusions import load_conclusions
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
          "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
@@ -67,9 +68,12 @@ def test_specs_cover_every_ablation(study):
     assert names == ["gpt2_seed0", "gpt2_seed1", "t5_seed0", "t5_seed1", "gpt2_prefix_length2_seed0",
                      "gpt2_projection_depth1_seed0", "t5_prefix_length2_seed0", "t5_projection_depth1_seed0",
                      "encoder_default_gpt2_s1_seed0", "encoder_frames_gpt2_s1_seed0"]
-    assert len(DEFAULT_DECODING_ABLATION) >= 20
-    for name in DEFAULT_DECODING_ABLATION:  # every default decoding config is valid
-        exp.decoding_config(from_dict(exp.CaptioningParams, {}), name)
+    # The study's decoding grid lives in params.yaml: every config loads (typed and checked).
+    grid = load_section(exp.CaptioningParams, "captioning", ROOT / "params.yaml")
+    assert len(grid.decoding_ablation) >= 20
+    for name in grid.decoding_ablation:
+        exp.decoding_config(grid, name)
+    assert list(from_dict(exp.CaptioningParams, {}).decoding_ablation) == ["greedy"]
 
 
 def test_noise_floor_has_mean_and_std_of_every_metric(study):
@@ -114,6 +118,33 @@ def test_rerun_skips_finished_configs(study, monkeypatch):
     monkeypatch.setattr(exp, "train_captioner", lambda *a, **k: pytest.fail("retrained a finished config"))
     exp.run_ablation(params, "lm")
     exp.run_ablation(params, "decoding", lm="gpt2", name="greedy")
+
+
+def test_a_decoding_config_added_to_the_grid_runs_alone(study, monkeypatch, tmp_path):
+    import dataclasses
+    import shutil
+
+    params = study[0]
+    shutil.copytree(params.out_dir, tmp_path / "out")
+    grid = {**params.decoding_ablation, "max4": {"max_new_tokens": 4}}
+    params = dataclasses.replace(params, out_dir=str(tmp_path / "out"), decoding_ablation=grid)
+    ran: list[str] = []
+    real = exp._evaluate
+    monkeypatch.setattr(exp, "_evaluate", lambda p, c, d, k, decoding, compute: ran.append(decoding.max_new_tokens)
+                        or real(p, c, d, k, decoding, compute))
+    monkeypatch.setattr(exp, "train_captioner", lambda *a, **k: pytest.fail("retrained for a decoding config"))
+    exp.run_ablation(params, "decoding", lm="gpt2", seed=0)
+    assert ran == [4]  # greedy and beam3_trim were reused
+    seed0 = tmp_path / "out" / "decoding" / "gpt2" / "seed0"
+    assert json.loads((seed0 / "max4.json").read_text())["weights_sha256"]
+    # A changed config reruns; a config no longer in the grid loses its record.
+    grid = {"greedy": {}, "beam3_trim": {"strategy": "beam", "num_beams": 3, "trim_words": 5}}
+    params = dataclasses.replace(params, decoding_ablation=grid)
+    ran.clear()
+    exp.run_ablation(params, "decoding", lm="gpt2", seed=0)
+    assert ran == [params.decoding.max_new_tokens]
+    assert sorted(p.name for p in seed0.iterdir()) == ["beam3_trim.json", "beam3_trim.predictions.json",
+                                                      "greedy.json", "greedy.predictions.json"]
 
 
 def test_summary_tables(study):

@@ -1,101 +1,125 @@
-"""Every DVC stage lists, among its deps, the library code its script can run.
+"""Every DVC stage's code deps are derived from what its script can import (clapcap.code_deps).
 
-For each stage the script's ``clapcap`` imports are followed transitively (every
-``import``/``from`` statement, including those inside functions); each module file reached
-must be a dep of the stage or lie under a dep folder. Otherwise `dvc repro` would keep a
-stale result after that code changes.
+Each stage (but ``code_fingerprints``, which writes them) depends on ``build/code/<stage>.json``
+and on no hand-written source path; the fingerprint covers the script's whole import closure
+(lazy imports too) and the package data it ships; comments and docstrings do not change it,
+code does. Otherwise `dvc repro` would keep a stale result after that code changes, or rerun
+stages for an edit that cannot change them.
 """
 
 from __future__ import annotations
 
-import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+from clapcap.code_deps import (
+    FINGERPRINT_STAGE,
+    code_hash,
+    fingerprint,
+    fingerprint_path,
+    import_closure,
+    stage_scripts,
+    write_fingerprints,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
 
-def _module_file(name: str) -> Path | None:
-    base = SRC.joinpath(*name.split("."))
-    for cand in (base / "__init__.py", base.with_suffix(".py")):
-        if cand.is_file():
-            return cand
-    return None
+def _stages() -> dict[str, dict]:
+    return {name: stage.get("do", stage)
+            for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items()}
 
 
-def _clapcap_imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{a.name}" for a in node.names}
-    return {n for n in names if n.split(".")[0] == "clapcap"}
+def test_every_stage_depends_on_its_fingerprint_and_on_no_hand_written_code():
+    bad = {}
+    for name, body in _stages().items():
+        deps = [str(d) for d in body.get("deps", [])]
+        if name == FINGERPRINT_STAGE:
+            assert body.get("always_changed") is True and not deps
+            continue
+        hand = [d for d in deps if d.startswith("src/") or d.startswith("pipelines/")]
+        if fingerprint_path(name) not in deps or hand:
+            bad[name] = {"fingerprint": fingerprint_path(name) in deps, "hand_written": hand}
+    assert not bad, f"stages whose code deps are not derived: {bad}"
 
 
-def import_closure(script: Path) -> set[str]:
-    """Repository-relative paths of every clapcap module file ``script`` can import."""
-    found: set[Path] = set()
-    todo = [script]
-    while todo:
-        for name in _clapcap_imports(todo.pop()):
-            parts = name.split(".")
-            for i in range(1, len(parts) + 1):  # a module imports its parent packages too
-                f = _module_file(".".join(parts[:i]))
-                if f is not None and f not in found:
-                    found.add(f)
-                    todo.append(f)
-    return {str(f.relative_to(ROOT)) for f in found}
+def test_every_stage_fingerprint_covers_its_import_closure():
+    scripts = stage_scripts(ROOT)
+    assert scripts["train_clap"] == "pipelines/train_clap.py"
+    for name, script in scripts.items():
+        files = set(fingerprint(ROOT, script)["files"])
+        closure = {str(f.relative_to(ROOT)) for f in import_closure(ROOT / script, SRC)}
+        assert script in files and closure <= files, name
+    # The report reads the AudioCaps leaderboard that ships inside clapcap.reporting.
+    assert "src/clapcap/reporting/data/audiocaps_t2a_leaderboard.csv" in fingerprint(ROOT, scripts["report"])["files"]
 
 
-def _stages() -> dict[str, tuple[str, list[str]]]:
-    out = {}
-    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
-        body = stage.get("do", stage)
-        out[name] = (body["cmd"], [str(d) for d in body.get("deps", [])])
-    return out
-
-
-def inert(path: Path) -> bool:
-    """A package ``__init__.py`` holding only a docstring and constant assignments: no code to track."""
-    if path.name != "__init__.py":
-        return False
-    body = ast.parse(path.read_text()).body
-    return all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
-               or isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) for n in body)
-
-
-def uncovered(files: set[str], deps: list[str]) -> list[str]:
-    return sorted(f for f in files if not inert(ROOT / f)
-                  and not any(f == d or f.startswith(d.rstrip("/") + "/") for d in deps))
-
-
-def test_inert_means_no_code():
-    assert inert(SRC / "clapcap" / "__init__.py")
-    assert not inert(SRC / "clapcap" / "config.py")
-
-
-def test_every_stage_depends_on_the_code_it_imports():
-    missing = {}
-    for name, (cmd, deps) in _stages().items():
-        script = cmd.split()[1]
-        assert script in deps, f"stage {name}: its script {script} is not a dep"
-        gaps = uncovered(import_closure(ROOT / script), deps)
-        if gaps:
-            missing[name] = gaps
-    assert not missing, f"stages missing code deps: {missing}"
-
-
-def test_the_check_sees_lazy_imports_and_reports_gaps(tmp_path):
+def test_the_closure_sees_lazy_imports(tmp_path):
     script = tmp_path / "stage.py"
     script.write_text("def main():\n    from clapcap.data.csv_reader import read_text_table\n")
-    files = import_closure(script)
-    assert "src/clapcap/data/csv_reader.py" in files
-    assert uncovered(files, ["src/clapcap/utils", "src/clapcap/errors.py"]) == ["src/clapcap/data/csv_reader.py"]
-    assert uncovered(files, ["src/clapcap"]) == []
+    files = import_closure(script, SRC)
+    assert SRC / "clapcap/data/csv_reader.py" in files
+    assert SRC / "clapcap/data/__init__.py" in files
+    assert SRC / "clapcap/captioning/study.py" not in files
+
+
+def _mini_project(tmp_path: Path) -> Path:
+    (tmp_path / "src/clapcap/lib").mkdir(parents=True)
+    (tmp_path / "src/clapcap/__init__.py").write_text("")
+    (tmp_path / "src/clapcap/lib/__init__.py").write_text("")
+    (tmp_path / "src/clapcap/lib/a.py").write_text('"""Doc."""\n\ndef f(x):\n    """Doc."""\n    return x + 1  # one\n')
+    (tmp_path / "src/clapcap/lib/b.py").write_text("def g():\n    return 2\n")
+    (tmp_path / "pipelines").mkdir()
+    (tmp_path / "pipelines/s1.py").write_text("from clapcap.lib.a import f\n")
+    (tmp_path / "pipelines/s2.py").write_text("from clapcap.lib import b\n")
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "s1": {"cmd": "python pipelines/s1.py", "deps": ["build/code/s1.json"]},
+        "s2": {"do": {"cmd": "python pipelines/s2.py --x ${item}"}, "foreach": [1, 2]}}}))
+    return tmp_path
+
+
+def test_comments_and_docstrings_do_not_change_a_fingerprint_and_code_does(tmp_path):
+    root = _mini_project(tmp_path)
+    assert sorted(p.name for p in write_fingerprints(root)) == ["s1.json", "s2.json"]
+    first = {p.name: p.read_text() for p in (root / "build/code").iterdir()}
+    a = root / "src/clapcap/lib/a.py"
+    a.write_text('"""Another doc, longer."""\n\n\ndef f(x):\n    """Other."""\n    # a comment\n    return x + 1\n')
+    assert write_fingerprints(root) == []
+    assert {p.name: p.read_text() for p in (root / "build/code").iterdir()} == first
+    a.write_text("def f(x):\n    return x + 2\n")
+    assert [p.name for p in write_fingerprints(root)] == ["s1.json"]  # s2 does not import a.py
+    data = json.loads((root / "build/code/s1.json").read_text())
+    assert set(data["files"]) == {"pipelines/s1.py", "src/clapcap/__init__.py", "src/clapcap/lib/__init__.py",
+                                  "src/clapcap/lib/a.py"}
+
+
+def test_a_string_literal_that_is_not_a_docstring_counts(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text('def f():\n    x = 1\n    "not a docstring"\n    return x\n')
+    before = code_hash(f)
+    f.write_text('def f():\n    x = 1\n    "changed"\n    return x\n')
+    assert code_hash(f) != before
+
+
+def test_a_stage_command_that_is_not_a_pipeline_script_is_refused(tmp_path):
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"x": {"cmd": "bash run.sh"}}}))
+    with pytest.raises(ValueError, match="stage x: expected `python pipelines/"):
+        stage_scripts(tmp_path)
+
+
+def test_the_stage_script_writes_the_fingerprints(tmp_path):
+    root = _mini_project(tmp_path)
+    (root / "pipelines/code_fingerprints.py").write_text((ROOT / "pipelines/code_fingerprints.py").read_text())
+    out = subprocess.run([sys.executable, "pipelines/code_fingerprints.py"], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "2 changed" in out.stdout
+    assert sorted(p.name for p in (root / "build/code").iterdir()) == ["s1.json", "s2.json"]
 
 
 def _has_key(tree: object, dotted: str) -> bool:

@@ -107,3 +107,31 @@ def test_paraphrase_stops_at_a_refused_key(fake_openai, tmp_path, monkeypatch):
     with pytest.raises(LLMError, match=r"HTTP 401 .*refused the API key from \$FAKE_KEY") as err:
         LLMParaphraser(params).paraphrase_many(["A dog barks.", "A bell rings.", "Rain falls."])
     assert KEY not in str(err.value) and len(fake_openai.requests) == 1
+
+
+def test_paraphrase_without_a_key_names_the_variable_to_set(fake_openai, tmp_path, monkeypatch):
+    from clapcap.llm import LLMError
+    from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
+
+    monkeypatch.delenv("FAKE_KEY", raising=False)
+    fake_openai.default = lambda _body: fake_openai.error(401)
+    params = LLMParams(base_url=fake_openai.base_url, model="m", api_key_env="FAKE_KEY", env_file="",
+                       backoff_s=0.0, cache_path=str(tmp_path / "cache.jsonl"), workers=1)
+    with pytest.raises(LLMError, match=r"the request carried no API key; set one in \$FAKE_KEY"):
+        LLMParaphraser(params).paraphrase_many(["A dog barks."])
+
+
+def test_every_llm_path_declares_its_endpoint_with_one_config():
+    import dataclasses
+
+    from clapcap.llm.config import EndpointConfig
+    from clapcap.pairwise.llm_judge import JudgeConfig
+    from clapcap.paraphrase.llm import LLMParams
+    from clapcap.reference.config import ApiConfig
+
+    shared = {f.name for f in dataclasses.fields(EndpointConfig)}
+    assert {"base_url", "api_key_env", "env_file", "timeout_s", "max_retries", "extra_body"} <= shared
+    for cls in (LLMParams, ApiConfig, JudgeConfig):
+        assert issubclass(cls, EndpointConfig)
+        names = {f.name for f in dataclasses.fields(cls)}
+        assert shared <= names and "dotenv" not in names, cls

@@ -13,7 +13,6 @@ from clapcap.pairwise.llm_judge import (
     ChatClient,
     ChatError,
     JudgeConfig,
-    load_api_key,
     parse_choice,
     run_judges,
 )
@@ -47,18 +46,6 @@ def test_parse_choice():
     assert parse_choice("1.5") is None and parse_choice("") is None
 
 
-def test_load_api_key_env_then_dotenv(tmp_path, monkeypatch):
-    monkeypatch.delenv("JUDGE_KEY", raising=False)
-    dotenv = tmp_path / ".env"
-    dotenv.write_text("OTHER=1\nexport JUDGE_KEY='from-file'\n")
-    assert load_api_key("JUDGE_KEY", dotenv) == "from-file"
-    monkeypatch.setenv("JUDGE_KEY", "from-env")
-    assert load_api_key("JUDGE_KEY", dotenv) == "from-env"
-    with pytest.raises(ValueError, match="NOPE_KEY") as err:
-        load_api_key("NOPE_KEY", tmp_path / "missing.env")
-    assert "from" not in str(err.value)
-
-
 def test_client_retries_with_backoff_then_fails(fake_api):
     sleeps: list[float] = []
     client = ChatClient(fake_api.url, api_key=KEY, max_retries=3, backoff_s=0.5, sleep=sleeps.append)
@@ -83,7 +70,7 @@ def test_judge_pools_resume_and_record_failures(study, fake_api, tmp_path, monke
     # judge-b answers garbage on its first item three times -> a recorded failure.
     fake_api.by_model["judge-b"] = [fake_api.chat(t) for t in ("I cannot decide", "both", "maybe 1 maybe 2")]
     cfg = JudgeConfig(pool="audio_llm", models=["judge-a", "judge-b"], mode="audio",
-                      base_url=fake_api.url, api_key_env="FAKE_KEY", dotenv="", backoff_s=0.0)
+                      base_url=fake_api.url, api_key_env="FAKE_KEY", env_file="", backoff_s=0.0)
     counts = run_judges(study["pairs"], db, cfg, out=out)
     assert counts == {"pool": "audio_llm", "votes": 17, "failures": 1, "skipped": 0}
     assert all(r["auth"] == f"Bearer {KEY}" for r in fake_api.requests)
@@ -109,7 +96,7 @@ def test_text_pool_cli_sees_reference_not_audio(study, fake_api, tmp_path, monke
     out = tmp_path / "text.csv"
     rc = main(["pairwise", "judge", "--pairs", str(study["pairs"]), "--db", str(tmp_path / "j.sqlite"),
                "--out", str(out), "--pool", "text_llm", "--mode", "text", "--model", "t1",
-               "--base-url", fake_api.url, "--api-key-env", "FAKE_KEY", "--dotenv", ""])
+               "--base-url", fake_api.url, "--api-key-env", "FAKE_KEY", "--env-file", ""])
     assert rc == 0
     first = fake_api.requests[0]["body"]["messages"][-1]["content"]
     assert isinstance(first, str) and "Reference description of the clip: a dog barks" in first
@@ -128,7 +115,7 @@ def test_judge_stops_on_a_dead_endpoint(study, tmp_path, closed_port_url, monkey
     monkeypatch.setenv("FAKE_KEY", KEY)
     db = tmp_path / "j.sqlite"
     cfg = JudgeConfig(pool="text_llm", models=["m1", "m2"], mode="text", base_url=closed_port_url,
-                      api_key_env="FAKE_KEY", dotenv="", backoff_s=0.0)
+                      api_key_env="FAKE_KEY", env_file="", backoff_s=0.0)
     with pytest.raises(EndpointUnreachable, match="3 consecutive connection failures") as err:
         run_judges(study["pairs"], db, cfg)
     assert closed_port_url in str(err.value) and isinstance(err.value, ChatError)

@@ -35,7 +35,7 @@ from clapcap.captioning.model import CaptionerConfig, load_captioner
 from clapcap.captioning.train import train_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
-from clapcap.utils.io import read_json, write_json
+from clapcap.utils.io import read_json, sha256_file, write_json
 from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
@@ -312,10 +312,15 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     if seed not in params.noise_seeds:
         raise ValueError(f"decoding {name}: seed {seed} is not one of noise_seeds {params.noise_seeds}")
     path = decoding_seed_path(params, lm, name, seed)
-    if path.is_file():
-        return read_json(path)
     decoding = decoding_config(params, name)
     base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed), compute=compute)
+    weights = sha256_file(Path(base["checkpoint"]) / "weights.pt")
+    # The stage keeps its records across reruns (persist), so that a decoding config added to
+    # params.yaml runs alone: a record is reused only for the same config on the same weights.
+    if path.is_file():
+        record = read_json(path)
+        if record.get("decoding") == dataclasses.asdict(decoding) and record.get("weights_sha256") == weights:
+            return record
     spec = RunSpec(f"{lm}_decoding_{name}_seed{seed}", "decoding", lm, seed, dump=params.dump)
     # The configuration is the trained checkpoint plus this decoding: its run carries both the
     # checkpoint's training params and the decoding params (one run per configuration).
@@ -326,12 +331,27 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
                                      compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
-                  "checkpoint": base["checkpoint"], "val": val, "test": test}
+                  "checkpoint": base["checkpoint"], "weights_sha256": weights, "val": val, "test": test}
         _log_scores(params, record)
     write_json(path.with_suffix(".predictions.json"), preds)
     write_json(path, record)
     _log_seed_stats(params, spec, f"decoding_{name}", seeds, [decoding_seed_path(params, lm, name, s) for s in seeds])
     return record
+
+
+def prune_decoding_records(params: CaptioningParams, jobs: list[tuple[str, str, int]]) -> list[Path]:
+    """Delete the records (and captions) of decoding configs that ``jobs`` no longer runs, in
+    the seed folders that ``jobs`` covers: the report reads every record it finds there."""
+    wanted: dict[Path, set[str]] = {}
+    for lm, name, seed in jobs:
+        wanted.setdefault(decoding_seed_path(params, lm, name, seed).parent, set()).add(name)
+    removed = []
+    for folder, names in wanted.items():
+        for f in sorted(folder.glob("*.json")):
+            if f.name.removesuffix(".json").removesuffix(".predictions") not in names:
+                f.unlink()
+                removed.append(f)
+    return removed
 
 
 def decoding_seeds(params: CaptioningParams, lm: str, name: str) -> list[int]:
@@ -457,8 +477,10 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | N
     compute = or_default(compute)
     lms = [lm] if isinstance(lm, str) else list(lm or params.lms)
     if kind == "decoding":
-        return [evaluate_decoding(params, m, n, s, compute=compute)
-                for m, n, s in decoding_jobs(params, lms, name, seed)]
+        jobs = decoding_jobs(params, lms, name, seed)
+        if name is None:  # a whole seed's configs: what is no longer asked for goes
+            prune_decoding_records(params, jobs)
+        return [evaluate_decoding(params, m, n, s, compute=compute) for m, n, s in jobs]
     if kind == "lm":
         specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
     elif kind == "arch":

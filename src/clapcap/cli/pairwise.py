@@ -52,7 +52,7 @@ def _judge(args: argparse.Namespace) -> int:
 
     extra: dict[str, Any] = json.loads(args.extra_body) if args.extra_body else {}
     cfg = JudgeConfig(pool=args.pool, models=args.model, mode=args.mode, base_url=args.base_url,
-                      api_key_env=args.api_key_env, dotenv=args.dotenv, seed=args.seed,
+                      api_key_env=args.api_key_env, env_file=args.env_file, seed=args.seed,
                       max_answer_attempts=args.max_answer_attempts, max_retries=args.max_retries,
                       timeout_s=args.timeout, max_connection_failures=args.max_connection_failures,
                       extra_body=extra)
@@ -110,7 +110,8 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--model", action="append", required=True, help="judge model (repeatable)")
     p.add_argument("--base-url", default="https://api.openai.com/v1")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the key")
-    p.add_argument("--dotenv", default=".env", help="file read when the variable is unset")
+    p.add_argument("--env-file", "--dotenv", dest="env_file", default=".env",
+                   help="KEY=VALUE file read when the variable is unset ('' for none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-answer-attempts", type=int, default=3)
     p.add_argument("--max-retries", type=int, default=4)

@@ -30,6 +30,13 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refactor_commit(args: argparse.Namespace) -> int:
+    from clapcap.refactor import refactor_commit
+
+    result = refactor_commit(args.root, canary=args.canary or None, dry_run=args.dry_run)
+    return 0 if result.ok else 1
+
+
 def register(subparsers: Any, name: str, help_text: str) -> None:
     """Register the ``pipeline`` group and its commands."""
     group = add_group(subparsers, name, help_text)
@@ -51,3 +58,11 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--root", default=".", help="the DVC project (default: the current folder)")
     p.add_argument("--print-overrides", action="store_true",
                    help="print `-S key=value` arguments for `dvc exp run` and change nothing")
+    p = add_command(group, "refactor-commit", _refactor_commit,
+                    "after a change that should alter no result (a refactor): rerun a cheap canary set of the "
+                    "stages whose code changed, check their outputs hash as dvc.lock says, then record the "
+                    "other stages' new code with `dvc commit` instead of rerunning them (docs/architecture.md)")
+    p.add_argument("--canary", nargs="+", metavar="STAGE", default=[],
+                   help="rerun these stages instead of the chosen cover (each must be a changed stage)")
+    p.add_argument("--dry-run", action="store_true", help="print the changed stages and the canary, run nothing")
+    p.add_argument("--root", default=".", help="the DVC project")

@@ -101,6 +101,8 @@ class ChatClient:
         model: str = "",
         *,
         api_key: SecretStr | None = None,
+        key_env: str = "",
+        extra_body: dict[str, Any] | None = None,
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -114,6 +116,8 @@ class ChatClient:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self._key = api_key
+        self._key_env = key_env  # the variable a missing key would come from (for the 401 hint)
+        self.extra_body = dict(extra_body or {})  # merged into every request body (engine options)
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -133,7 +137,8 @@ class ChatClient:
     def _key_hint(self) -> str:
         """What to check after a 401/403: the key's variable, never its value."""
         if self._key is None:
-            return "the request carried no API key; set one"
+            where = f" in ${self._key_env}" if self._key_env else ""
+            return f"the request carried no API key; set one{where}"
         where = f" from {self._key.source}" if self._key.source else ""
         return f"the endpoint refused the API key{where}; check it"
 
@@ -191,7 +196,7 @@ class ChatClient:
         refused = self._refused
         if refused is not None:  # the same key would be refused again: send nothing
             raise KeyRefused(str(refused), reason=refused.reason, attempts=0)
-        payload = json.dumps(body).encode("utf-8")
+        payload = json.dumps({**body, **self.extra_body}).encode("utf-8")
         who = f"model {body['model']}: " if body.get("model") else ""
         retries = self.retry.max_retries
         for attempt in range(retries + 1):

@@ -31,7 +31,7 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,15 +39,9 @@ import pandas as pd
 
 from clapcap.errors import ClapcapError
 from clapcap.llm import ChatClient as LLMChatClient
-from clapcap.llm import (
-    EndpointError,
-    LLMError,
-    LLMResponseError,
-    RetryPolicy,
-    SecretStr,
-    require_api_key,
-)
+from clapcap.llm import EndpointError, LLMError, LLMResponseError, RetryPolicy, SecretStr
 from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
+from clapcap.llm.config import EndpointConfig
 from clapcap.pairwise.pairs import read_pairs
 from clapcap.pairwise.store import VoteStore, derandomize, shown_order
 from clapcap.utils.io import atomic_path
@@ -66,38 +60,19 @@ class JudgeFailures(ClapcapError):
     """Some judgements of a finished run failed (recorded in the store): exit code 1."""
 
 
-@dataclass
-class JudgeConfig:
-    """One judge pool: its models, its mode and the API it calls."""
+@dataclass(kw_only=True)
+class JudgeConfig(EndpointConfig):
+    """One judge pool: its models and mode, on an endpoint (:class:`~clapcap.llm.config.EndpointConfig`)."""
 
     pool: str
     models: list[str]
     mode: Literal["audio", "text"] = "text"
     base_url: str = "https://api.openai.com/v1"
-    api_key_env: str = "OPENAI_API_KEY"
-    dotenv: str = ".env"
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = 8
     max_answer_attempts: int = 3
     max_retries: int = 4
-    backoff_s: float = 1.0
-    timeout_s: float = 60.0
-    max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES
-    extra_body: dict[str, Any] = field(default_factory=dict)
-
-
-def load_api_key(env_var: str, dotenv: str | Path | None = ".env") -> str:
-    """The API key from ``$env_var``, else from a ``KEY=VALUE`` line of ``dotenv``.
-
-    Prefer :func:`clapcap.llm.require_api_key`, which keeps the key in a
-    :class:`~clapcap.llm.SecretStr`.
-
-    Raises:
-        ValueError: naming the variable (never a value) when no key is found, or naming
-            the file and line of a ``dotenv`` line that is not ``KEY=VALUE``.
-    """
-    return require_api_key(env_var, dotenv or None).get()
 
 
 class ChatClient:
@@ -116,6 +91,14 @@ class ChatClient:
         self._chat = LLMChatClient(base_url, api_key=key, timeout_s=timeout_s, retry=retry, sleep=sleep,
                                    max_connection_failures=max_connection_failures)
         self.url = self._chat.url
+
+    @classmethod
+    def for_endpoint(cls, cfg: EndpointConfig) -> ChatClient:
+        """The client of ``cfg``'s endpoint, with its key (required) and retry settings."""
+        client = cls.__new__(cls)
+        client._chat = cfg.client(key_required=True)
+        client.url = client._chat.url
+        return client
 
     def __repr__(self) -> str:  # keeps the key out of any repr or log
         return f"ChatClient(url={self.url!r})"
@@ -202,9 +185,7 @@ def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series
 
 
 def _make_client(cfg: JudgeConfig) -> ChatClient:
-    return ChatClient(cfg.base_url, api_key=require_api_key(cfg.api_key_env, cfg.dotenv or None),
-                      timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
-                      backoff_s=cfg.backoff_s, max_connection_failures=cfg.max_connection_failures)
+    return ChatClient.for_endpoint(cfg)
 
 
 def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str | Path | None = None,

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clapcap.llm import ChatClient, LLMResponseError, Message, RetryPolicy, resolve_api_key
-from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
+from clapcap.llm import ChatClient, LLMResponseError, Message
+from clapcap.llm.config import EndpointConfig
 from clapcap.llm.jsonl import ResumeCache
 from clapcap.paraphrase.prompts import (
     PROMPT_VERSION,
@@ -48,22 +48,15 @@ logger = logging.getLogger(__name__)
 VIEWS = ("view1", "view2")
 
 
-@dataclass
-class LLMParams:
-    """The LLM backend's parameters (no secret here: the key is read from ``api_key_env``)."""
+@dataclass(kw_only=True)
+class LLMParams(EndpointConfig):
+    """The paraphrase backend: the endpoint (:class:`~clapcap.llm.config.EndpointConfig`) and
+    how it is asked (no secret here: the key is read from ``api_key_env``)."""
 
-    base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "meta-llama/Meta-Llama-3-70B-Instruct"
-    api_key_env: str = "OPENAI_API_KEY"
-    env_file: str = ".env"
     temperature: float = 0.7
     correction_temperature: float = 0.0
     max_tokens: int = 256
-    timeout_s: float = 60.0
-    max_retries: int = 5
-    backoff_s: float = 1.0
-    max_backoff_s: float = 60.0
-    max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES  # 0: never stop early
     malformed_retries: int = 2
     correction: bool = True
     retry_failed: bool = False
@@ -82,11 +75,9 @@ class ParaphraseResult:
 
 
 def build_client(params: LLMParams) -> ChatClient:
-    """A :class:`ChatClient` for ``params`` with the API key from the environment or ``.env``."""
-    key = resolve_api_key(params.api_key_env, params.env_file or None)
-    retry = RetryPolicy(params.max_retries, params.backoff_s, params.max_backoff_s)
-    return ChatClient(params.base_url, params.model, api_key=key, timeout_s=params.timeout_s, retry=retry,
-                      max_connection_failures=params.max_connection_failures)
+    """A :class:`ChatClient` for ``params``; the key (from the environment or ``.env``) is
+    optional, as a local server such as vLLM or llama.cpp's usually takes none."""
+    return params.client(params.model, key_required=False)
 
 
 def cache_key(step: str, model: str, messages: list[dict[str, str]], **options: Any) -> str:
@@ -114,7 +105,9 @@ class LLMParaphraser:
               parse: Callable[[str], Any], temperature: float) -> dict[str, Any]:
         """One cached step: ask, validate, re-ask on a malformed answer, record the outcome."""
         p = self.params
-        key = cache_key(step, p.model, messages, temperature=temperature, prompt=PROMPT_VERSION)
+        # extra_body joins the key only when set, so the keys of existing caches stay valid.
+        extra = {"extra_body": p.extra_body} if p.extra_body else {}
+        key = cache_key(step, p.model, messages, temperature=temperature, prompt=PROMPT_VERSION, **extra)
         hit = self.cache.get(key)
         if hit is not None and (hit["status"] == "ok" or not p.retry_failed):
             return hit

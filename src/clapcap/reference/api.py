@@ -21,15 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.data.audio import load_audio
-from clapcap.llm import (
-    ChatClient,
-    EndpointUnreachable,
-    LLMError,
-    MissingKeyError,
-    RetryPolicy,
-    SecretStr,
-    require_api_key,
-)
+from clapcap.llm import EndpointUnreachable, LLMError, MissingKeyError
 from clapcap.reference.config import ApiConfig, GenerationConfig
 
 logger = logging.getLogger(__name__)
@@ -37,18 +29,6 @@ logger = logging.getLogger(__name__)
 
 class ApiError(LLMError):
     """The API refused a request or kept failing after the retries."""
-
-
-def resolve_api_key(cfg: ApiConfig) -> SecretStr:
-    """The key from ``$<api_key_env>``, else from ``cfg.env_file``.
-
-    Raises:
-        ApiError: naming the variable and file (never a value) when no key is found.
-    """
-    try:
-        return require_api_key(cfg.api_key_env, cfg.env_file or None)
-    except MissingKeyError as err:
-        raise ApiError(str(err)) from None
 
 
 def encode_audio(path: str | Path) -> tuple[str, str]:
@@ -74,10 +54,10 @@ class ApiCaptioner:
         if not cfg.base_url or not cfg.model:
             raise ValueError("reference api backend needs api.base_url and api.model")
         self.cfg, self.gen = cfg, gen
-        retry = RetryPolicy(cfg.max_retries, cfg.backoff_s, cfg.max_backoff_s)
-        self._client = ChatClient(cfg.base_url, cfg.model, api_key=resolve_api_key(cfg),
-                                  timeout_s=cfg.timeout_s, retry=retry, sleep=sleep,
-                                  max_connection_failures=cfg.max_connection_failures)
+        try:
+            self._client = cfg.client(cfg.model, key_required=True, sleep=sleep)
+        except MissingKeyError as err:  # before any request, naming the variable and file
+            raise ApiError(str(err)) from None
         self.url = self._client.url
 
     def __repr__(self) -> str:  # never show the key
@@ -93,7 +73,7 @@ class ApiCaptioner:
             content.append({"type": "text", "text": self.gen.prompt})
         body = {"model": self.cfg.model, "messages": [{"role": "user", "content": content}],
                 "max_tokens": self.gen.max_new_tokens, "temperature": 0, "stream": self.cfg.stream}
-        return {**body, **self.cfg.extra_body}
+        return body  # the client adds api.extra_body to every request
 
     def caption(self, audio_path: str | Path) -> str:
         """Caption one clip, retrying transient failures.

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from clapcap.evaluation.leakage import LeakageParams
-from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
+from clapcap.llm.config import EndpointConfig
 
 
 @dataclass
@@ -28,26 +28,19 @@ class HFLocalConfig:
     system_prompt: str | None = None                                   # None: the template's default
 
 
-@dataclass
-class ApiConfig:
-    """An OpenAI-compatible ``/chat/completions`` endpoint that accepts ``input_audio``.
-
-    The key is read from the environment variable ``api_key_env``, else from ``env_file``
-    (git-ignored ``.env``); it is never stored in this config nor logged.
+@dataclass(kw_only=True)
+class ApiConfig(EndpointConfig):
+    """An OpenAI-compatible ``/chat/completions`` endpoint that accepts ``input_audio``
+    (:class:`~clapcap.llm.config.EndpointConfig`: where, which key, retries), and how audio
+    goes in. The key is never stored in this config nor logged.
     """
 
     base_url: str = ""
     model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    env_file: str = ".env"
+    timeout_s: float = 120.0
+    backoff_s: float = 2.0
     audio_encoding: Literal["base64", "data_uri"] = "base64"  # DashScope wants a data URI
     stream: bool = False                                        # some omni models only stream
-    timeout_s: float = 120.0
-    max_retries: int = 5
-    backoff_s: float = 2.0
-    max_backoff_s: float = 60.0
-    max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES  # consecutive; then stop (0: never)
-    extra_body: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,0 +1,210 @@
+"""Record a behaviour-unchanged code change without a rebuild, once a canary shows it is one.
+
+``clapcap pipeline refactor-commit`` (docs/architecture.md, "Refactoring"):
+
+1. the always-run stages refresh the code fingerprints (:mod:`clapcap.code_deps`);
+2. ``dvc status`` must show *only* code changes: stages whose one changed dep is their
+   ``build/code/<stage>.json``. A changed param, data dep, output or command is refused (that
+   is a real change: ``make repro``);
+3. the **canary**: the cheapest set of those stages that together run every changed file
+   (a greedy set cover over the files whose fingerprint changed, each stage weighted by its
+   seconds in the last build, ``reports/build_times.json``), or the stages given;
+4. each canary stage reruns (``dvc repro --single-item --force``) and every one of its
+   outputs must hash as ``dvc.lock`` recorded it before. Outputs are byte-stable for this:
+   no stage writes a clock time or an MLflow id into a DVC-tracked output (times go to
+   ``reports/build_times.json`` and the MLflow store, which DVC does not track);
+5. only then DVC's own ``dvc commit --force`` records the new code fingerprints of the other
+   stages, which did not run.
+
+A canary reruns a stage's command; a stage that resumes from state kept outside its outputs
+(``models/*/cache``, ``results/captioning/lm_warmup``: see .gitignore) runs less of its code
+than a first build does. The check is evidence, not proof: for a change that may alter
+results, run ``make repro``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clapcap.code_deps import FINGERPRINT_DIR
+from clapcap.errors import InputError
+from clapcap.repro import DEFAULT_TIMES, STAGE_ENV, load_graph, read_times, run_parallel
+
+DEFAULT_SECONDS = 60.0  # a stage with no recorded time
+
+
+class NotACodeChange(InputError):
+    """``dvc status`` shows more than code changes: a rebuild is needed, not a commit."""
+
+
+@dataclass
+class RefactorResult:
+    code_stages: list[str] = field(default_factory=list)
+    canary: list[str] = field(default_factory=list)
+    changed_outputs: dict[str, list[str]] = field(default_factory=dict)  # canary stage -> outputs that differ
+    committed: list[str] = field(default_factory=list)
+    failed: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failed is None and not self.changed_outputs
+
+
+def group_of(stage: str) -> str:
+    """``caption_lm@0`` -> ``caption_lm``: a foreach/matrix item shares its definition's fingerprint."""
+    return stage.split("@", 1)[0]
+
+
+def classify(status: dict[str, list]) -> tuple[list[str], dict[str, str]]:
+    """Split ``dvc status --json`` into stages whose only change is their code fingerprint and
+    the others (with what changed); ``always changed`` alone is no change."""
+    code, other = [], {}
+    prefix = FINGERPRINT_DIR.rstrip("/") + "/"
+    for stage, entries in status.items():
+        stage = stage.split(":")[-1]
+        reasons = []
+        only_code = False
+        for entry in entries:
+            if entry == "always changed":
+                continue
+            if isinstance(entry, dict) and set(entry) == {"changed deps"}:
+                deps = entry["changed deps"]
+                non_code = {p: s for p, s in deps.items() if not p.startswith(prefix)}
+                if non_code:
+                    reasons.append(f"changed deps {non_code}")
+                else:
+                    only_code = True
+            else:
+                reasons.append(str(entry))
+        if reasons:
+            other[stage] = "; ".join(reasons)
+        elif only_code:
+            code.append(stage)
+    return code, other
+
+
+def changed_files(old: dict | None, new: dict) -> set[str]:
+    """Files of fingerprint ``new`` whose hash differs from ``old`` (all of them without ``old``)."""
+    if not old or old.get("normalization") != new.get("normalization"):
+        return set(new["files"])
+    return {f for f, h in new["files"].items() if old["files"].get(f) != h}
+
+
+def choose_canary(files: dict[str, set[str]], seconds: dict[str, float]) -> list[str]:
+    """The stages (keys of ``files``) that together cover every file, picked greedily by files
+    newly covered per second of build time (the cheapest good cover, not always the cheapest)."""
+    todo = set().union(*files.values()) if files else set()
+    chosen: list[str] = []
+    while todo:
+        best = max((s for s in files if s not in chosen and files[s] & todo),
+                   key=lambda s: (len(files[s] & todo) / max(seconds.get(s, DEFAULT_SECONDS), 1.0), -len(s), s))
+        chosen.append(best)
+        todo -= files[best]
+    return chosen
+
+
+def lock_outputs(root: Path) -> dict[str, dict[str, str]]:
+    """Stage -> output path -> its hash, as ``dvc.lock`` records them."""
+    import yaml
+
+    path = root / "dvc.lock"
+    data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    return {name: {o["path"]: o.get("md5") or o.get("etag") or "" for o in entry.get("outs", [])}
+            for name, entry in (data or {}).get("stages", {}).items()}
+
+
+def _dvc_status(root: Path, dvc: Sequence[str]) -> dict[str, list]:
+    out = subprocess.run([*dvc, "status", "--json"], cwd=root, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"dvc status failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
+    text = out.stdout.strip()
+    return json.loads(text[text.index("{"):]) if "{" in text else {}
+
+
+def _read_fingerprints(root: Path) -> dict[str, dict]:
+    out = {}
+    for p in sorted((root / FINGERPRINT_DIR).glob("*.json")):
+        try:
+            out[p.stem] = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = None, dry_run: bool = False,
+                    dvc: Sequence[str] | None = None, say: Callable[[str], None] = print,
+                    times_path: str = DEFAULT_TIMES) -> RefactorResult:
+    """Steps 1-5 of the module doc. ``canary`` replaces the chosen stages; ``dry_run`` stops
+    after printing the plan.
+
+    Raises:
+        NotACodeChange: when ``dvc status`` shows anything but code changes, or a ``canary``
+            stage is not one of the changed stages.
+    """
+    root = Path(root)
+    dvc = list(dvc) if dvc else [str(Path(sys.executable).with_name("dvc"))]
+    before = _read_fingerprints(root)
+    graph = load_graph(root)
+    first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, say=say, env=STAGE_ENV)
+    if not first.ok:
+        return RefactorResult(failed=first.failed)
+    code, other = classify(_dvc_status(root, dvc))
+    if other:
+        listed = "\n".join(f"  {s}: {why}" for s, why in sorted(other.items()))
+        raise NotACodeChange(f"not only code changed, so this needs a rebuild (make repro), not a commit:\n{listed}")
+    result = RefactorResult(code_stages=sorted(code))
+    if not code:
+        say("no stage's code changed: nothing to commit")
+        return result
+    after = _read_fingerprints(root)
+    files = {s: changed_files(before.get(group_of(s)), after[group_of(s)]) for s in code}
+    seconds = read_times(root / times_path)
+    if canary:
+        unknown = sorted(set(canary) - set(code))
+        if unknown:
+            raise NotACodeChange(f"canary stage(s) {unknown} did not change; changed: {', '.join(sorted(code))}")
+        result.canary = list(canary)
+    else:
+        result.canary = choose_canary(files, seconds)
+    covered = set().union(*(files[s] for s in result.canary)) if result.canary else set()
+    changed = set().union(*files.values())
+    est = sum(seconds.get(s, DEFAULT_SECONDS) for s in result.canary)
+    say(f"{len(code)} stage(s) changed only in code ({len(changed)} file(s)); canary: "
+        f"{', '.join(result.canary)} (about {est:.0f} s in the last build; runs {len(covered)} of the "
+        f"{len(changed)} changed files)")
+    if dry_run:
+        return result
+    recorded = lock_outputs(root)
+    for stage in result.canary:
+        say(f"canary: {stage}")
+        run = subprocess.run([*dvc, "repro", "--single-item", "--force", stage], cwd=root,
+                             env={**os.environ, **STAGE_ENV}, capture_output=True, text=True)
+        if run.returncode != 0:
+            say(run.stdout[-3000:] + run.stderr[-3000:])
+            result.failed = stage
+            return result
+        now = lock_outputs(root).get(stage, {})
+        diff = sorted(p for p, h in recorded.get(stage, {}).items() if now.get(p) != h)
+        if diff:
+            result.changed_outputs[stage] = diff
+    if result.changed_outputs:
+        for stage, paths in result.changed_outputs.items():
+            say(f"canary {stage}: output(s) differ from dvc.lock: {', '.join(paths)}")
+        say("not committed: the change altered results (or an output is not byte-stable); run make repro")
+        return result
+    rest = [s for s in result.code_stages if s not in result.canary]
+    if rest:
+        run = subprocess.run([*dvc, "commit", "--force", *rest], cwd=root, capture_output=True, text=True)
+        if run.returncode != 0:
+            say(run.stdout[-3000:] + run.stderr[-3000:])
+            result.failed = "dvc commit"
+            return result
+    result.committed = rest
+    say(f"canary outputs identical to dvc.lock; dvc commit recorded the new code of {len(rest)} stage(s)")
+    return result
