@@ -184,6 +184,12 @@ def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
     again = register_champion(params)
     assert again["version"] == 2 and again["alias"] == "challenger" and again["decision"]["compared_to"] == 1
     assert again["decision"]["difference"] == 0.0 and again["decision"]["p_value"] >= 0.05
+    # champion.json (a DVC output) is the same bytes after both registrations: the registry's
+    # answer (version, alias, ids) is in registration.json, which DVC does not track.
+    champion = json.loads((Path(params.out_dir) / "champion.json").read_text())
+    assert champion["name"] == best["name"] and not {"model_uri", "version", "alias", "decision"} & set(champion)
+    registration = json.loads((Path(params.out_dir) / "registration.json").read_text())
+    assert registration["version"] == 2 and registration["model_uri"].startswith("models:/")
     import mlflow
 
     client = mlflow.MlflowClient()

@@ -37,7 +37,7 @@ def fake_training(monkeypatch):
             on_epoch_end(1, row)
         res = clap_train.TrainClapResult(model_dir=str(Path(params.out_dir) / "model"),
                                          result_path=str(Path(params.out_dir) / clap_train.RESULT),
-                                         history=[row], val={"t2a_r@10": 0.5}, seconds=0.1, signature=sig)
+                                         history=[row], val={"t2a_r@10": 0.5}, signature=sig)
         write_json(res.result_path, {k: v for k, v in asdict(res).items() if k != "skipped"})
         return res
 

@@ -35,6 +35,8 @@ from clapcap.utils.skip import skip_reason
 
 logger = logging.getLogger(__name__)
 
+REGISTRATION_FILE = "registration.json"  # beside champion.json; git-ignored, not a DVC output
+
 # How a store without a registered captioner gets one (the error of loading ``captioner@champion``).
 BUILD_HINT = ("Build and register one with `dvc repro caption_register` (it runs the captioning study first), "
               "or `clapcap captioning register` once the study's results exist.")
@@ -80,7 +82,8 @@ def select_champion(found: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
 
 
 def register_champion(params: CaptioningParams) -> dict[str, Any]:
-    """Select, log and register the champion; writes ``champion.json``.
+    """Select, log and register the champion; writes ``champion.json`` (the selection) and
+    ``registration.json`` (the registry's answer).
 
     Returns:
         ``{"name", "metric", "value", "checkpoint", "model_uri", "version", "alias", "decision", ...}``;
@@ -120,15 +123,19 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         decision = register_on_evidence(
             uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
             compare=compare_with_champion)
-    result = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
-              "checkpoint": best["checkpoint"], "model_uri": uri, "version": decision["version"],
-              "alias": decision["alias"], "decision": {k: decision[k] for k in
-                                                       ("decision", "reason", "difference", "p_value", "compared_to")},
-              "registered_model": params.registered_model, "decoding": best["decoding"],
-              "dump": best.get("dump"), "embedding_key": best.get("embedding_key"),
-              "input": "audio" if encoder is not None else "embeddings",
-              "encoder": encoder}
-    write_json(out / "champion.json", result)
+    selection = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
+                 "checkpoint": best["checkpoint"], "registered_model": params.registered_model,
+                 "decoding": best["decoding"], "dump": best.get("dump"), "embedding_key": best.get("embedding_key"),
+                 "input": "audio" if encoder is not None else "embeddings", "encoder": encoder}
+    registration = {"registered_model": params.registered_model, "model_uri": uri, "version": decision["version"],
+                    "alias": decision["alias"], "decision": {k: decision[k] for k in (
+                        "decision", "reason", "difference", "p_value", "compared_to")}}
+    # champion.json (a DVC output) holds only what the build decides, so that it is byte-stable;
+    # what the registry did depends on its history (version numbers, ids): registration.json,
+    # beside it, is not versioned by DVC (the MLflow store is that record).
+    write_json(out / "champion.json", selection)
+    write_json(out / REGISTRATION_FILE, registration)
+    result = {**selection, **registration}
     logger.info("best candidate %s (%s %.4f) registered as %s v%d @%s (%s)", best["name"], metric,
                 result["value"], params.registered_model, decision["version"], decision["alias"], decision["reason"])
     return result

@@ -156,7 +156,7 @@ def _optimizer(model: ClipCapCaptioner, stage: int, st: StageConfig) -> torch.op
 
 
 def _resume(folder: Path, model: ClipCapCaptioner, opt: torch.optim.Optimizer) -> dict[str, Any]:
-    state = {"epoch": 0, "history": [], "best_epoch": None, "best_val_loss": float("inf"), "seconds": 0.0}
+    state = {"epoch": 0, "history": [], "best_epoch": None, "best_val_loss": float("inf")}
     last = folder / "last.pt"
     if last.is_file():
         ckpt = torch.load(last, map_location="cpu", weights_only=False)
@@ -174,7 +174,9 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
 
     Returns:
         ``{"stage", "history": [{"epoch", "train_loss", "val_loss"}], "best_epoch",
-        "best_val_loss", "checkpoint", "seconds"}``; ``model`` ends with the best weights.
+        "best_val_loss", "checkpoint", "config"}``; ``model`` ends with the best weights. No
+        wall-clock time: the result lies in a DVC output, which must be byte-stable (the log has
+        each epoch's seconds).
     """
     folder = Path(folder)
     if (folder / "result.json").is_file():  # finished: continue from its best weights
@@ -196,16 +198,17 @@ def train_stage(model: ClipCapCaptioner, stage: int, data: RunData, cfg: TrainCo
         if val_loss < state["best_val_loss"]:
             state["best_epoch"], state["best_val_loss"] = epoch, val_loss
             model.save(folder / "best")
-        state["epoch"], state["seconds"] = epoch, state["seconds"] + time.perf_counter() - start
+        state["epoch"] = epoch
         save_torch({"model": model.weights(), "optimizer": opt.state_dict(), "state": state}, folder / "last.pt")
         if on_epoch_end is not None:
             on_epoch_end(stage, epoch, {"train_loss": train_loss, "val_loss": val_loss})
-        logger.info("stage %d epoch %d: train %.4f val %.4f", stage, epoch, train_loss, val_loss)
+        logger.info("stage %d epoch %d (%.1f s): train %.4f val %.4f", stage, epoch, time.perf_counter() - start,
+                    train_loss, val_loss)
     best = torch.load(folder / "best" / "weights.pt", map_location="cpu", weights_only=True)
     model.load_weights(best)
     result = {"stage": stage, "history": state["history"], "best_epoch": state["best_epoch"],
               "best_val_loss": state["best_val_loss"], "checkpoint": str(folder / "best"),
-              "seconds": round(state["seconds"], 3), "config": dataclasses.asdict(st)}
+              "config": dataclasses.asdict(st)}
     write_json(folder / "result.json", result)
     (folder / "last.pt").unlink(missing_ok=True)
     return result

@@ -29,7 +29,6 @@ available, else the named fallback ``cider_d``.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -171,13 +170,12 @@ def score_captions(
     Returns:
         ``{"corpus": {metric: float}, "per_clip": {clip_id: {metric: float}},
         "unavailable": {metric: reason}, "primary": name, "primary_note": str | None,
-        "n_clips": int, "settings": {...}, "seconds": float}``.
+        "n_clips": int, "settings": {...}}`` (no wall-clock time: results are byte-stable).
 
     Raises:
         ValueError: on mismatched or malformed inputs (naming the ids) or unknown metrics.
         AssetError: when the PTB tokenizer is needed but cannot run.
     """
-    start = time.perf_counter()
     metrics = _resolve_metrics(metrics)
     ids = check_caption_inputs(predictions, references)
     if trim_words is not None and (isinstance(trim_words, bool) or not isinstance(trim_words, int) or trim_words < 1):
@@ -201,7 +199,6 @@ def score_captions(
         "n_clips": len(ids),
         "settings": {"metrics": metrics, "trim_sentences": trim_sentences, "trim_words": trim_words,
                      "tokenizer": "ptb" if tokenize else "none"},
-        "seconds": round(time.perf_counter() - start, 3),
     }
 
 

@@ -9,7 +9,6 @@ MLflow run with a registration on evidence. The ``train_clap`` stage reaches it 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,7 +128,6 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
     sig = run_signature(params, dataset_dir, compute)
     if (done := _load_done(out_dir / RESULT, sig)) is not None:
         return done
-    t0 = time.perf_counter()
     if params.torch_threads:
         torch.set_num_threads(params.torch_threads)
     prep, col = ClapPreprocessing(mel_floor_db=params.audio.mel_floor_db), params.caption_column
@@ -157,16 +155,16 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
                       evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
                       on_epoch_end=on_epoch_end, progress=progress, compute=compute,
                       param_groups=text_param_groups(params.text_lr), eval_every=params.eval_every)
-    final = {k: v for k, v in history[-1].items() if k not in ("epoch", "seconds")}
+    final = {k: v for k, v in history[-1].items() if k != "epoch"}
     sidecar = {"mel_floor_db": params.audio.mel_floor_db, "tiny_config": asdict(params.audio),
                "text_tower": TEXT_TOWER, "text_trainable_layers": params.text_trainable_layers}
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
     result = TrainClapResult(model_dir=str(model_dir), result_path=str(out_dir / RESULT), history=history,
-                             val=final, seconds=time.perf_counter() - t0, signature=sig)
+                             val=final, signature=sig)
     chance_loss = float(np.mean([np.log(len(b["clip_index"])) for b in make_batches(0)]))
     check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
                    lr=params.lr, result=asdict(result), column=col, chance_loss=chance_loss)
-    write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history), "seconds": result.seconds,
+    write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history),
                                           "text_trained_parameters": n_text, "n_train_clips": len(train),
                                           "n_val_clips": len(val)})
     write_json(out_dir / RESULT, {k: v for k, v in asdict(result).items() if k != "skipped"})

@@ -13,9 +13,8 @@ the step), or ``collapsed.json`` instead when the collapse check failed.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,6 @@ class RobustTrainResult:
     val: dict[str, float]
     n_train_clips: int
     added_words: list[str]
-    seconds: float
     skipped: bool = False
 
 
@@ -193,8 +191,9 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     result_path = out_dir / RESULT
     if result_path.is_file():
         logger.info("%s exists: RobustCLAP training skipped", result_path)
-        return RobustTrainResult(**{**read_json(result_path), "skipped": True})
-    t0 = time.perf_counter()
+        known = {f.name for f in fields(RobustTrainResult)}  # a file of an older build may hold more
+        return RobustTrainResult(**{**{k: v for k, v in read_json(result_path).items() if k in known},
+                                    "skipped": True})
     model, tokenizer, fe, sidecar = _load_base(params)
     torch.manual_seed(params.seed)  # new token rows (resize_token_embeddings) and dropout
     prep = ClapPreprocessing(fusion=bool(model.config.audio_config.enable_fusion), crop="head",
@@ -234,8 +233,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
     result = RobustTrainResult(
         model_dir=str(model_dir), result_path=str(result_path), base_model=params.base_model, history=history,
-        val={k: v for k, v in final.items() if k not in ("epoch", "seconds")}, n_train_clips=int(len(clips)),
-        added_words=added, seconds=time.perf_counter() - t0)
+        val={k: v for k, v in final.items() if k != "epoch"}, n_train_clips=int(len(clips)),
+        added_words=added)
     check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
                    lr=params.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
     write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
@@ -258,7 +257,7 @@ def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
     if skip_if_inputs_skipped([params.paraphrase_dir], outs,
                               stage=f"robust_train ({robust_model_label(params)})"):
         return RobustTrainResult(model_dir="", result_path="", base_model="", history=[], val={}, n_train_clips=0,
-                                 added_words=[], seconds=0.0, skipped=True)
+                                 added_words=[], skipped=True)
     if not params.track or (Path(params.out_dir) / RESULT).is_file():
         return train_robust_clap(params, progress=progress, compute=compute)
     from clapcap import tracking
@@ -288,7 +287,7 @@ def log_epoch(epoch: int, row: dict[str, float]) -> None:
     tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
     views = {view: {k[len(view) + 1:]: v for k, v in row.items() if k.startswith(f"{view}_")} for view in VIEW_COLUMNS}
     rest = {k: v for k, v in row.items()
-            if k not in ("epoch", "loss", "seconds") and not any(k.startswith(f"{w}_") for w in VIEW_COLUMNS)}
+            if k not in ("epoch", "loss") and not any(k.startswith(f"{w}_") for w in VIEW_COLUMNS)}
     tracking.log_metrics(rest, scope="val", step=epoch)  # an epoch without validation logs nothing here
     for view, metrics in views.items():
         tracking.log_metrics(metrics, scope="val", view=view, step=epoch)
