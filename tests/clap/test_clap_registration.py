@@ -153,7 +153,7 @@ def test_the_minilm_clap_runs_as_the_train_clap_stage_of_dvc_yaml(tiny_corpus, t
                                                                   fake_training):
     import yaml
 
-    from clapcap.pretrained import minilm_train
+    from clapcap.clap import minilm_train
 
     monkeypatch.setenv("DVC_STAGE", "train_clap")
     monkeypatch.setattr(minilm_train, "run_signature", clap_train.run_signature)  # no MiniLM weights to hash

@@ -34,17 +34,14 @@ INFERENCE = (
 )
 TRAINING = (
     "captioning/train.py", "captioning/study.py", "captioning/lr_search.py",
-    "clap/train.py", "robust/train.py",
+    "clap/train.py", "clap/minilm_train.py", "clap/default.py", "experiments/clap_variants.py", "robust/train.py",
 )
 # Data formats, the CLAP model, encoders, retrieval metrics and captioning models.
 MODEL_CODE = (
     "data/*", "clap/*", "encoders/*", "retrieval/*",
     "captioning/model.py", "captioning/generation.py", "captioning/serving.py",
     "captioning/decoders.py", "captioning/projection.py", "captioning/tokenizer.py",
-    "captioning/data.py", "captioning/evaluate.py",
-    "pretrained/config.py", "pretrained/factory.py", "pretrained/ct2.py", "pretrained/whisper.py",
-    "pretrained/whisper_ct2.py", "pretrained/sfx.py", "pretrained/crepe.py", "pretrained/pooling.py",
-    "pretrained/minilm_clap.py",
+    "captioning/data.py", "captioning/evaluate.py", "captioning/smollm2.py",
 )
 EDGES = ("tracking/*", "flows/*", "cli/*")
 
@@ -65,7 +62,9 @@ class Rule:
 
 RULES = [
     Rule("model code never imports tracking, flows or the CLI", MODEL_CODE, EDGES,
-         sources_except=("clap/train.py", "retrieval/evaluate.py"), transitive=True),
+         # The CLAP trainers wrap a training run in MLflow (tracked).
+         sources_except=("clap/train.py", "clap/minilm_train.py", "clap/default.py", "retrieval/evaluate.py"),
+         transitive=True),
     Rule("nothing but the CLI imports the CLI", ("*",), ("cli/*",), sources_except=("cli/*",)),
     Rule("nothing but the CLI imports flows", ("*",), ("flows/*",),
          sources_except=("cli/*", "flows/*")),

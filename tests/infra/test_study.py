@@ -14,7 +14,7 @@ import yaml
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.study import encoder_specs
 from clapcap.config import ConfigError, load_section
-from clapcap.pretrained.clap_variants import ClapVariantStudy
+from clapcap.experiments.clap_variants import ClapVariantStudy
 from clapcap.repro import apply_study, study_overrides
 
 REPO = Path(__file__).resolve().parents[2]

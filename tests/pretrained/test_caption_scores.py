@@ -7,7 +7,7 @@ import pytest
 
 from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
-from clapcap.pretrained.caption_scores import (
+from clapcap.evaluation.caption_scores import (
     CaptionScoreParams,
     bootstrap_ci,
     prediction_files,

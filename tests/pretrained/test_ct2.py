@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from clapcap.pretrained.ct2 import Ct2FormatError, read_ct2_model
+from clapcap.encoders.ct2 import Ct2FormatError, read_ct2_model
 
 
 def _string(s: str) -> bytes:

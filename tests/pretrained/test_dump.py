@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import clapcap.pretrained.dump as pdump
+import clapcap.encoders.pretrained_dump as pdump
 from clapcap.data.dump import load_dump
 from clapcap.encoders.partial import partial_dir
-from clapcap.pretrained.config import PretrainedEncoderConfig
-from clapcap.pretrained.dump import embed_pretrained, pretrained_dump_path
-from clapcap.pretrained.factory import create_pretrained_encoder
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_dump import embed_pretrained, pretrained_dump_path
+from clapcap.encoders.pretrained_factory import create_pretrained_encoder
 
 CFG = PretrainedEncoderConfig(name="aisfx", backend="aisfx", batch_size=3)
 
@@ -58,7 +58,7 @@ def test_complete_dump_is_skipped(tiny_corpus, tmp_path, aisfx, monkeypatch):
         raise AssertionError("a complete dump was recomputed")
 
     monkeypatch.setattr(pdump, "create_pretrained_encoder", refuse)
-    monkeypatch.setattr(pdump, "_embed_rows", refuse)
+    monkeypatch.setattr(pdump, "embed_audio_rows", refuse)
     assert embed_pretrained(CFG, tiny_corpus, "all", out, source="synthetic_music", max_clips=3,
                             progress=False) == out
     assert out.read_bytes() == before

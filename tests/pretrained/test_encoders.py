@@ -8,11 +8,11 @@ import pytest
 
 from clapcap.config import ConfigError, from_dict
 from clapcap.encoders.base import AudioEncoder, AudioTextEncoder
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_factory import create_pretrained_encoder
+from clapcap.encoders.sfx import BLOCK, aisfx_spectrogram, block_starts
+from clapcap.encoders.whisper import valid_frames
 from clapcap.errors import MissingDependencyError
-from clapcap.pretrained.config import PretrainedEncoderConfig
-from clapcap.pretrained.factory import create_pretrained_encoder
-from clapcap.pretrained.sfx import BLOCK, aisfx_spectrogram, block_starts
-from clapcap.pretrained.whisper import valid_frames
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_whisper_window_below_30_s(whisper_cfg, whisper_loaded, whisper_encoder,
     clip, clips cut at 4 s; the full model is left as it was."""
     from dataclasses import replace
 
-    from clapcap.pretrained.whisper import WhisperCt2Encoder, windowed_encoder
+    from clapcap.encoders.whisper import WhisperCt2Encoder, windowed_encoder
 
     short = WhisperCt2Encoder(replace(whisper_cfg, max_seconds=4.0), whisper_loaded)
     assert short.max_frames == 200 and whisper_loaded[0].config.max_source_positions == 1500

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from clapcap.clap.model import TinyClapConfig
-from clapcap.config import ConfigError
-from clapcap.pretrained.assets import minilm_dir
-from clapcap.pretrained.minilm_clap import (
+from clapcap.clap.minilm import (
     build_minilm_clap,
     load_minilm_text_tower,
     set_text_trainable,
 )
-from clapcap.pretrained.minilm_train import MiniLMClapParams, train_minilm_clap
+from clapcap.clap.minilm_train import MiniLMClapParams, train_minilm_clap
+from clapcap.clap.model import TinyClapConfig
+from clapcap.config import ConfigError
+from clapcap.pretrained.assets import minilm_dir
 
 CAPTIONS = ["a dog barks twice", "rain falls on a tin roof while thunder rumbles", "music"]
 
@@ -96,10 +96,10 @@ def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
 
 def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     from clapcap.clap.config import TrainClapParams
+    from clapcap.clap.default import run_default_clap
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
-    from clapcap.pretrained.clap_variants import ClapVariantStudy, evaluate_variant
-    from clapcap.pretrained.default_clap import run_default_clap
+    from clapcap.experiments.clap_variants import ClapVariantStudy, evaluate_variant
 
     base = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
                            warmup_steps=1, collapse_alpha=0.0, track=False, text_tower="minilm",
@@ -141,7 +141,7 @@ def test_train_clap_text_tower_is_checked_at_load():
     assert TrainClapParams(text_tower="minilm", text_trainable_layers=2).text_lr == 5e-5
 
 def test_cached_frozen_bottom_matches_the_plain_tower_and_restores_it():
-    from clapcap.pretrained.frozen_text import cached_frozen_bottom
+    from clapcap.clap.frozen_text import cached_frozen_bottom
 
     model, tok, _ = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
     set_text_trainable(model, 2)
@@ -172,7 +172,7 @@ def test_cached_frozen_bottom_matches_the_plain_tower_and_restores_it():
 def test_frozen_text_store_is_read_back_and_keyed_by_the_frozen_weights(tmp_path):
     from frozen_text_calls import counting_computes  # tests/support
 
-    from clapcap.pretrained.frozen_text import cached_frozen_bottom
+    from clapcap.clap.frozen_text import cached_frozen_bottom
 
     model, tok, _ = build_minilm_clap(TinyClapConfig(), minilm_dir(), seed=0)
     set_text_trainable(model, 0)  # the whole tower frozen: its 6 layers cached

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from clapcap.errors import InputError
-from clapcap.pretrained.assets import minilm_dir
-from clapcap.pretrained.sbert import (
+from clapcap.evaluation.sbert import (
     METRIC,
     CachedSentenceModel,
     load_minilm,
     sbert_sim_minilm,
     score_predictions,
 )
+from clapcap.pretrained.assets import minilm_dir
 
 CANDS = ["a dog barks twice", "thunder rumbles in the distance", "a bell rings"]
 REFS = [["a dog is barking", "a puppy yaps loudly"], ["distant thunder rolls"],

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from clapcap.pretrained.smollm2 import SOURCE, convert_smollm2, gguf_file
+from clapcap.captioning.smollm2 import SOURCE, convert_smollm2, gguf_file
 
 pytestmark = pytest.mark.slow  # de-quantising the GGUF file takes about 40 s on 2 cores
 
@@ -48,7 +48,7 @@ def test_second_conversion_is_skipped(converted, caplog):
     import logging
 
     weights = next(converted.glob("*.safetensors")).stat().st_mtime_ns
-    with caplog.at_level(logging.INFO, logger="clapcap.pretrained.smollm2"):
+    with caplog.at_level(logging.INFO, logger="clapcap.captioning.smollm2"):
         assert convert_smollm2(converted) == converted
     assert "already converted" in caplog.text
     assert next(converted.glob("*.safetensors")).stat().st_mtime_ns == weights

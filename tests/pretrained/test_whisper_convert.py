@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy.special import erf
 
-from clapcap.pretrained.ct2 import read_ct2_model
-from clapcap.pretrained.whisper_ct2 import SOURCE_FILE, ensure_whisper_cache
+from clapcap.encoders.ct2 import read_ct2_model
+from clapcap.encoders.whisper_ct2 import SOURCE_FILE, ensure_whisper_cache
 
 
 def _gelu(x):

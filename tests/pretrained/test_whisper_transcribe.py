@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clapcap.data.audio import load_audio
-from clapcap.pretrained.whisper import transcribe
+from clapcap.encoders.whisper import transcribe
 
 SPEECH = Path(__file__).resolve().parents[1] / "fixtures" / "speech" / "quick_brown_fox.flac"
 

@@ -247,9 +247,9 @@ def test_seed_study_refuses_bad_params(robust_setup, tmp_path):
 def test_fine_tune_of_a_pretrained_text_tower_trains_only_its_top_layers(robust_setup, tmp_path):
     """A MiniLM base: text_trainable_layers 0 leaves the tower as it was (its outputs stored
     once per text and read back by the next fine-tune), 1 trains the top layer only."""
+    from clapcap.clap.minilm import build_minilm_clap
     from clapcap.clap.model import TinyClapConfig, load_clap, save_clap
     from clapcap.pretrained.assets import minilm_dir
-    from clapcap.pretrained.minilm_clap import build_minilm_clap
     from clapcap.robust.train import train_robust_clap
 
     root, _ = robust_setup
@@ -280,10 +280,10 @@ def test_text_store_stage_feeds_the_fine_tunes_read_only(robust_setup, tmp_path,
     depend on the batch, and validation does not touch training)."""
     from frozen_text_calls import counting_computes  # tests/support
 
+    from clapcap.clap import frozen_text
+    from clapcap.clap.minilm import build_minilm_clap
     from clapcap.clap.model import TinyClapConfig, load_clap, save_clap
-    from clapcap.pretrained import frozen_text
     from clapcap.pretrained.assets import minilm_dir
-    from clapcap.pretrained.minilm_clap import build_minilm_clap
     from clapcap.robust.config import RobustTextStoreParams
     from clapcap.robust.text_store import build_text_store, store_texts
     from clapcap.robust.train import train_robust_clap

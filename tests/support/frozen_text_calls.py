@@ -1,4 +1,4 @@
-"""Count the texts a frozen-text lookup computes (clapcap.pretrained.frozen_text)."""
+"""Count the texts a frozen-text lookup computes (clapcap.clap.frozen_text)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from contextlib import contextmanager
 @contextmanager
 def counting_computes() -> Iterator[list[int]]:
     """Inside the block every lookup module records the number of texts of each compute."""
-    from clapcap.pretrained import frozen_text
+    from clapcap.clap import frozen_text
 
     calls: list[int] = []
     real = frozen_text._lookup_module

@@ -2,7 +2,7 @@
 and ``causal``, any pretrained decoder-only LM (SmolLM2-135M in the study).
 
 A decoder comes either from a local pretrained folder (a user's ``gpt2`` or ``t5-base``, or
-the converted SmolLM2 of :mod:`clapcap.pretrained.smollm2`, loaded with ``local_files_only``)
+the converted SmolLM2 of :mod:`clapcap.captioning.smollm2`, loaded with ``local_files_only``)
 or, for ``gpt2`` and ``t5``, from a small config for the embedded default.
 """
 

@@ -5,7 +5,12 @@
 - ``features``: a dataset split's cached input features (for training);
 - ``train``: the resumable contrastive ``fit`` loop and ``train_clap`` (RobustCLAP builds on it);
 - ``collapse``: the permutation test that refuses a collapsed model;
+- ``minilm``: the CLAP whose text tower is the real all-MiniLM-L6-v2 (the default);
+  ``minilm_train``: its trainer; ``frozen_text``: its frozen text layers, computed once;
+- ``default``: the one entry that trains the CLAP ``train_clap`` describes (MiniLM or tiny);
 - ``config``: params.yaml section ``train_clap``.
+
+The variants study (train, embed, compare) is :mod:`clapcap.experiments.clap_variants`.
 
 Inference backends that wrap a trained CLAP live in :mod:`clapcap.encoders`, which imports
 this package, never the reverse.

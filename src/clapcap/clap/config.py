@@ -16,7 +16,7 @@ class TrainClapParams:
     """Section ``train_clap``: train a CLAP on a dataset's train split.
 
     ``text_tower``: ``minilm`` (the default CLAP: the real all-MiniLM-L6-v2 as the text tower,
-    :mod:`clapcap.pretrained.minilm_train`; ``text_dir``, ``text_trainable_layers`` and
+    :mod:`clapcap.clap.minilm_train`; ``text_dir``, ``text_trainable_layers`` and
     ``text_lr`` apply) or ``scratch`` (the tiny word-level tower trained from scratch with
     the audio tower, :func:`clapcap.clap.train.train_clap`; the fast test fixture). ``model``
     is the audio tower and projection in both.

@@ -398,8 +398,16 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
 
 def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
     """Per-query retrieval scores of the saved model on ``split`` (what a registered version
-    carries, so that two versions compare paired on the same queries). The split's features
-    go to a temporary folder: ``out_dir`` (a DVC output) is not touched.
+    carries, so that two versions compare paired on the same queries): :func:`clap_item_scores`.
+    """
+    return clap_item_scores(model_dir, cfg.dataset_dir, caption_column=cfg.caption_column,
+                            mel_floor_db=cfg.model.mel_floor_db, split=split)
+
+
+def clap_item_scores(model_dir: str | Path, dataset_dir: str | Path, *, caption_column: str, mel_floor_db: float,
+                     split: str = "test") -> dict[str, Any]:
+    """Per-query retrieval scores of a saved CLAP (either text tower) on ``split``. The split's
+    features go to a temporary folder: the training's ``out_dir`` (a DVC output) is not touched.
 
     Returns:
         The item-scores dict of :func:`clapcap.retrieval.item_scores.retrieval_item_scores`.
@@ -407,13 +415,13 @@ def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str 
     import tempfile
 
     model, tokenizer, fe, _ = load_clap(model_dir)
-    prep, col = ClapPreprocessing(mel_floor_db=cfg.model.mel_floor_db), cfg.caption_column
+    prep = ClapPreprocessing(mel_floor_db=mel_floor_db)
     with tempfile.TemporaryDirectory(prefix="clapcap-scores-") as tmp:
-        cache = cache_features(fe, prep, cfg.dataset_dir, split, Path(tmp) / f"{split}.npz",
-                               caption_columns=[col], progress=False)
-    audio, text, clip_index = embed_cache(model, tokenizer, cache, column=col)
+        cache = cache_features(fe, prep, dataset_dir, split, Path(tmp) / f"{split}.npz",
+                               caption_columns=[caption_column], progress=False)
+    audio, text, clip_index = embed_cache(model, tokenizer, cache, column=caption_column)
     return retrieval_item_scores(audio, text, clip_index, clip_ids=cache.clip_ids, split=split,
-                                 dataset=dataset_fingerprint(cfg.dataset_dir))
+                                 dataset=dataset_fingerprint(dataset_dir))
 
 
 def run_train_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,

@@ -76,10 +76,13 @@ def _rows(dataset_dir: Path, split: str, column: str, max_clips: int | None) -> 
     return ds, rows
 
 
-def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: int, progress: bool,
-                 frames: bool, store: BatchStore) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def embed_audio_rows(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: int, progress: bool,
+                     frames: bool, store: BatchStore) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The audio embeddings of ``rows`` in batches, each batch kept in ``store`` (a crash or a
+    retry recomputes none that finished). With ``frames``, also the padded (N, T_max, D)
+    float16 frames and their (N, T_max) mask as ``audio_frames``/``audio_frame_mask``. The one
+    loop of both dump writers (:func:`embed_dataset`, ``pretrained_dump.embed_pretrained``)."""
     from tqdm.auto import tqdm
-
 
     def compute(batch: list[dict]) -> dict[str, np.ndarray]:
         waves = [load_audio(resolve_audio_path(ds.root, r["audio_path"]), encoder.sample_rate)[0] for r in batch]
@@ -89,14 +92,14 @@ def _embed_audio(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: i
         return {"embeds": pooled, **{f"frame_{i:06d}": f for i, f in enumerate(fr)}}
 
     out, frame_list = [], []
-    bar = tqdm(total=len(rows), desc="embed audio", unit="clip", disable=not progress)
-    for b, start in enumerate(range(0, len(rows), batch_size)):
-        batch = rows[start:start + batch_size]
-        arrays = store.get_or_compute("audio", b, lambda batch=batch: compute(batch))
-        out.append(arrays["embeds"])
-        frame_list.extend(arrays[k] for k in sorted(arrays) if k.startswith("frame_"))
-        bar.update(len(batch))
-    bar.close()
+    with tqdm(total=len(rows), desc=f"embed {getattr(encoder, 'pipeline', 'audio')}", unit="clip",
+              disable=not progress) as bar:
+        for b, start in enumerate(range(0, len(rows), batch_size)):
+            batch = rows[start:start + batch_size]
+            arrays = store.get_or_compute("audio", b, lambda batch=batch: compute(batch))
+            out.append(arrays["embeds"])
+            frame_list.extend(arrays[k] for k in sorted(arrays) if k.startswith("frame_"))
+            bar.update(len(batch))
     extras = {}
     if frames:
         t_max = max(f.shape[0] for f in frame_list)
@@ -146,7 +149,7 @@ def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: st
     index = np.array([i for i, r in enumerate(rows) for _ in r[caption_column]], dtype=np.int64)
     store = BatchStore(out_path, sig, partial_root)
     with torch.inference_mode():
-        audio, extras = _embed_audio(encoder, ds, rows, encoder_cfg.batch_size, progress,
+        audio, extras = embed_audio_rows(encoder, ds, rows, encoder_cfg.batch_size, progress,
                                      save_frames and hasattr(encoder, "embed_audio_frames"), store)
         has_text = hasattr(encoder, "embed_text")
         text = (_embed_text(encoder, captions, encoder_cfg.batch_size, progress, store) if has_text

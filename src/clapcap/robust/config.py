@@ -44,7 +44,7 @@ class RobustTrainParams:
         text_trainable_layers: how much of the base's text tower trains: -1 all of it (the
             tiny word-level CLAP), 0 none (frozen, its output computed once per text), k the top
             k layers and the pooler (the frozen layers below computed once per text:
-            :mod:`clapcap.pretrained.frozen_text`).
+            :mod:`clapcap.clap.frozen_text`).
         text_lr: the learning rate of the trainable text layers; None = ``lr``.
         collapse_alpha: fail (``TrainingCollapsed``) unless validation text-to-audio MRR on the
             captions beats chance in a one-sided permutation test at this level
@@ -143,7 +143,7 @@ class RobustBenchParams:
 @dataclass
 class RobustTextStoreParams:
     """Section ``robust_text_store``: the frozen text layers' output of the base CLAP for
-    every caption and view of ``splits``, computed once (:func:`clapcap.pretrained.frozen_text.fill_store`)
+    every caption and view of ``splits``, computed once (:func:`clapcap.clap.frozen_text.fill_store`)
     and read by RobustCLAP's fine-tunes, its control's and the seed study's (``text_store``).
 
     Attributes:

@@ -5,7 +5,7 @@ RobustCLAP on the MiniLM CLAP fine-tunes with a frozen text tower (``text_traina
 base: RobustCLAP, its captions-only control and each seed of the seed study. Each of them
 used to compute the tower for the same 12,000 captions and views (85-97 s of 2-core CPU
 apiece, the largest part of a fine-tune). The ``robust_text_store`` stage computes them once
-into ``out_dir`` (:func:`clapcap.pretrained.frozen_text.fill_store`), and the fine-tunes
+into ``out_dir`` (:func:`clapcap.clap.frozen_text.fill_store`), and the fine-tunes
 read it (``robust_train.text_store``, read only: it is this stage's output).
 """
 
@@ -55,9 +55,9 @@ def build_text_store(params: RobustTextStoreParams, *, progress: bool = True) ->
     Returns:
         The ``store.json`` record: ``files`` (store file -> texts) and ``n_texts``.
     """
+    from clapcap.clap.frozen_text import fill_store
+    from clapcap.clap.minilm import set_text_trainable
     from clapcap.clap.model import load_clap
-    from clapcap.pretrained.frozen_text import fill_store
-    from clapcap.pretrained.minilm_clap import set_text_trainable
     from clapcap.utils.io import write_json
 
     if skip_if_inputs_skipped([params.paraphrase_dir], [params.out_dir], stage="robust_text_store"):

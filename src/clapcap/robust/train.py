@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from clapcap.clap.features import cache_features
+from clapcap.clap.frozen_text import cached_frozen_bottom
+from clapcap.clap.minilm import set_text_trainable, text_param_groups
 from clapcap.clap.model import SPECIALS, build_tokenizer, build_vocab, load_clap, save_clap
 from clapcap.clap.preprocessing import ClapPreprocessing
 from clapcap.clap.train import check_collapse, embed_cache, fit, t2a_recall
 from clapcap.compute import Compute, full_precision, or_default
 from clapcap.config import from_dict, to_dict
 from clapcap.data.prepare import load_dataset
-from clapcap.pretrained.frozen_text import cached_frozen_bottom
-from clapcap.pretrained.minilm_clap import set_text_trainable, text_param_groups
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.encoders.pooling import FramePooledEncoder
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
 from clapcap.pretrained.assets import package_dir, package_version
-from clapcap.pretrained.config import PretrainedEncoderConfig
-from clapcap.pretrained.pooling import FramePooledEncoder
 from clapcap.utils.io import sha256_file
 
 SAMPLE_RATE = 44100

@@ -1,4 +1,4 @@
-"""The config of a pretrained audio encoder (:func:`clapcap.pretrained.factory.create_pretrained_encoder`).
+"""The config of a pretrained audio encoder (:func:`clapcap.encoders.pretrained_factory.create_pretrained_encoder`).
 
 Parsed with :func:`clapcap.config.from_dict` / :func:`clapcap.config.load_section`, which
 reject unknown keys and wrong types.

@@ -135,7 +135,7 @@ def cached_frozen_bottom(model: Any, trainable_layers: int, *, store: str | Path
     """Run ``model``'s text tower with its frozen bottom layers cached, inside the block.
 
     ``model`` is a ``ClapModel`` whose text tower has ``trainable_layers`` trainable top layers
-    (:func:`clapcap.pretrained.minilm_clap.set_text_trainable`; -1, or as many as the tower has:
+    (:func:`clapcap.clap.minilm.set_text_trainable`; -1, or as many as the tower has:
     nothing to cache). Inside the block the tower's embeddings module returns the cached
     output of the frozen layers and ``encoder.layer`` holds the trainable ones only, so
     ``state_dict()`` has the trainable layers under new indices; on exit the tower is

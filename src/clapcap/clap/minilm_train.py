@@ -1,9 +1,9 @@
-"""Training and evaluation of the MiniLM-text-tower CLAP (:mod:`clapcap.pretrained.minilm_clap`).
+"""Training and evaluation of the MiniLM-text-tower CLAP (:mod:`clapcap.clap.minilm`).
 
 :func:`train_minilm_clap` is the CLAP training loop (:func:`clapcap.clap.train.fit`) with the
 text tower at its own learning rate or frozen; :func:`run_train_minilm_clap` wraps it in one
 MLflow run with a registration on evidence. The ``train_clap`` stage reaches it through
-:func:`clapcap.pretrained.default_clap.run_default_clap` (``text_tower: minilm``).
+:func:`clapcap.clap.default.run_default_clap` (``text_tower: minilm``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,13 @@ from typing import Any
 import numpy as np
 
 from clapcap.clap.features import cache_features
+from clapcap.clap.frozen_text import cached_frozen_bottom, precompute
+from clapcap.clap.minilm import (
+    TEXT_TOWER,
+    build_minilm_clap,
+    set_text_trainable,
+    text_param_groups,
+)
 from clapcap.clap.model import TinyClapConfig, save_clap
 from clapcap.clap.preprocessing import ClapPreprocessing
 from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, shared on purpose
@@ -24,6 +31,7 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
     _load_done,
     check_collapse,
     clap_batches,
+    clap_item_scores,
     embed_cache,
     fit,
     run_tracked_training,
@@ -32,13 +40,6 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
 from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError, to_dict
 from clapcap.data.prepare import dataset_fingerprint
-from clapcap.pretrained.frozen_text import cached_frozen_bottom, precompute
-from clapcap.pretrained.minilm_clap import (
-    TEXT_TOWER,
-    build_minilm_clap,
-    set_text_trainable,
-    text_param_groups,
-)
 from clapcap.utils.io import sha256_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
         return clap_batches(train, tokenizer, batch_size=params.batch_size, seed=params.seed * 1000 + epoch,
                             column=col)
 
-    # The frozen bottom of the text tower runs once per caption (clapcap.pretrained.frozen_text),
+    # The frozen bottom of the text tower runs once per caption (clapcap.clap.frozen_text),
     # computed up front, captions of similar length together.
     with cached_frozen_bottom(model, params.text_trainable_layers, store=out_dir / "cache") as n_cached:
         if n_cached:
@@ -173,20 +174,9 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
 
 def test_item_scores(params: MiniLMClapParams, model_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
     """Per-query retrieval scores of the saved model on ``split``, for a registered version
-    (the default CLAP's recipe, :func:`clapcap.clap.train.test_item_scores`)."""
-    import tempfile
-
-    from clapcap.clap.model import load_clap
-    from clapcap.retrieval.item_scores import retrieval_item_scores
-
-    model, tokenizer, fe, _ = load_clap(model_dir)
-    prep, col = ClapPreprocessing(mel_floor_db=params.audio.mel_floor_db), params.caption_column
-    with tempfile.TemporaryDirectory(prefix="clapcap-scores-") as tmp:
-        cache = cache_features(fe, prep, params.dataset_dir, split, Path(tmp) / f"{split}.npz",
-                               caption_columns=[col], progress=False)
-    audio, text, clip_index = embed_cache(model, tokenizer, cache, column=col)
-    return retrieval_item_scores(audio, text, clip_index, clip_ids=cache.clip_ids, split=split,
-                                 dataset=dataset_fingerprint(params.dataset_dir))
+    (the default CLAP's recipe, :func:`clapcap.clap.train.clap_item_scores`)."""
+    return clap_item_scores(model_dir, params.dataset_dir, caption_column=params.caption_column,
+                            mel_floor_db=params.audio.mel_floor_db, split=split)
 
 
 def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progress: bool = True,

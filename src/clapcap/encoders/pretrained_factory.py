@@ -6,7 +6,7 @@ Backends are imported inside it: each pulls in torch and its own package.
 from __future__ import annotations
 
 from clapcap.encoders.base import AudioEncoder
-from clapcap.pretrained.config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
 
 
 def create_pretrained_encoder(cfg: PretrainedEncoderConfig) -> AudioEncoder:
@@ -19,15 +19,15 @@ def create_pretrained_encoder(cfg: PretrainedEncoderConfig) -> AudioEncoder:
         ValueError: on an unknown backend.
     """
     if cfg.backend == "aisfx":
-        from clapcap.pretrained.sfx import AisfxEncoder
+        from clapcap.encoders.sfx import AisfxEncoder
 
         return AisfxEncoder(cfg)
     if cfg.backend == "whisper_ct2":
-        from clapcap.pretrained.whisper import WhisperCt2Encoder
+        from clapcap.encoders.whisper import WhisperCt2Encoder
 
         return WhisperCt2Encoder(cfg)
     if cfg.backend == "torchcrepe":
-        from clapcap.pretrained.crepe import CrepeEncoder
+        from clapcap.encoders.crepe import CrepeEncoder
 
         return CrepeEncoder(cfg)
     raise ValueError(f"unknown pretrained encoder backend {cfg.backend!r}; expected aisfx, whisper_ct2 or torchcrepe")
@@ -49,7 +49,7 @@ def weights_digest(cfg: PretrainedEncoderConfig) -> dict[str, str]:
     elif cfg.backend == "torchcrepe":
         module, rel = "torchcrepe", f"assets/{cfg.crepe_model}.pth"
     elif cfg.backend == "whisper_ct2":
-        from clapcap.pretrained.whisper_ct2 import CONVERTER_VERSION
+        from clapcap.encoders.whisper_ct2 import CONVERTER_VERSION
 
         module, rel = cfg.whisper_package, "model/model.bin"
         path = package_dir(module, purpose="the whisper_ct2 encoder") / rel

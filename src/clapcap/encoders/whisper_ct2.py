@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.pretrained.ct2 import Ct2Model, read_ct2_model
+from clapcap.encoders.ct2 import Ct2Model, read_ct2_model
 from clapcap.utils.io import atomic_dir, read_json, record_matches, sha256_file, write_json
 
 logger = logging.getLogger(__name__)

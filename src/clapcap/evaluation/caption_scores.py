@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.pretrained.sbert import METRIC, CachedSentenceModel, load_minilm, score_predictions
+from clapcap.evaluation.sbert import METRIC, CachedSentenceModel, load_minilm, score_predictions
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
