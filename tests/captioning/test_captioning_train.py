@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import torch
@@ -139,6 +140,13 @@ def test_lr_search_runs_grid_resumes_and_plots(dump, tiny_corpus, tmp_path, monk
     monkeypatch.setattr("clapcap.captioning.lr_search.train_captioner", lambda *a, **k: calls.append(k))
     again = search_learning_rates(tiny_model(), train, search, **kw)
     assert calls == [] and again["stage1_lr_projection"] == best["stage1_lr_projection"]
+    # Finished with a study_path, the Optuna study (it holds trial times) leaves the output
+    # folder, and best.json names no absolute path.
+    (tmp_path / "lr" / "best.json").unlink()
+    kept = tmp_path / "state" / "lr.db"
+    done = search_learning_rates(tiny_model(), train, search, **kw, study_path=kept)
+    assert kept.is_file() and not (tmp_path / "lr" / "optuna.db").exists() and done["study"] == str(kept)
+    assert "storage" not in json.loads((tmp_path / "lr" / "best.json").read_text())
 
 
 def test_grid_edges_flags_choices_on_the_boundary_of_three_point_grids():

@@ -5,9 +5,10 @@
   of the chosen stage-1 LR.
 
 Each grid point is enqueued once; trials already COMPLETE in the study (SQLite at
-``<out>/optuna.db``) are reused, and each trial's training folder skips finished work,
-so an interrupted search resumes. ``<out>/best.json`` marks a finished search, which is
-then returned as is. ``<out>/lr_search.png`` shows where the chosen LRs sit, and
+``<out>/optuna.db`` while the search runs) are reused, and each trial's training folder skips
+finished work, so an interrupted search resumes. ``<out>/best.json`` marks a finished search,
+which is then returned as is; the finished study moves to ``study_path`` (outside ``<out>``, a
+DVC output that must be byte-stable: Optuna stores each trial's start and end times). ``<out>/lr_search.png`` shows where the chosen LRs sit, and
 ``best.json["at_grid_edge"]`` lists chosen LRs on the edge of a grid (a warning is logged).
 """
 
@@ -72,12 +73,13 @@ def _fmt(lr: float) -> str:
 def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, search: LRSearchConfig, *,
                           dump: str | Path, dataset_dir: str | Path, out_dir: str | Path,
                           progress: bool = False, lm_cache_dir: str | Path | None = None,
-                          compute: Compute | None = None) -> dict[str, Any]:
+                          study_path: str | Path | None = None, compute: Compute | None = None) -> dict[str, Any]:
     """Run (or resume, or reuse) the two-stage LR search; every trial trains on ``compute.device``.
 
     Returns:
         ``{"stage1_lr_projection", "stage2_lr_projection", "stage2_lr_lm", "stage1_trials",
-        "stage2_trials", "plot"}`` (also ``out_dir/best.json``).
+        "stage2_trials", "plot", "study"}`` (also ``out_dir/best.json``); ``study`` is where the
+        Optuna study was kept (``study_path``; by default ``<out_dir>/optuna.db`` stays).
 
     Raises:
         ValueError: on an empty grid.
@@ -124,12 +126,17 @@ def search_learning_rates(model_cfg: CaptionerConfig, train_cfg: TrainConfig, se
                        for m in search.stage2_lm_lrs], stage2)
     best = {"stage1_lr_projection": lr1, "stage2_lr_projection": float(study2.best_params["lr_projection"]),
             "stage2_lr_lm": float(study2.best_params["lr_lm"]), "stage1_trials": _trials(study1),
-            "stage2_trials": _trials(study2), "storage": storage}
+            "stage2_trials": _trials(study2)}
     best["at_grid_edge"] = grid_edges(best, search)
     if best["at_grid_edge"]:
         logger.warning("lr_search %s: %s chosen at the edge of the grid; widen the grid to confirm the optimum",
                        out, ", ".join(best["at_grid_edge"]))
     best["plot"] = str(plot_lr_search(best, out / "lr_search.png"))
+    kept = out / "optuna.db"
+    if study_path is not None:
+        Path(study_path).parent.mkdir(parents=True, exist_ok=True)
+        kept = Path(kept.replace(study_path))
+    best["study"] = str(kept)
     write_json(out / "best.json", best)
     return best
 

@@ -416,7 +416,8 @@ def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None 
         best = search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
                                      params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
                                      out_dir=out, progress=params.progress,
-                                     lm_cache_dir=Path(params.out_dir) / "lm_warmup", compute=or_default(compute))
+                                     lm_cache_dir=Path(params.out_dir) / "lm_warmup",
+                                     study_path=Path(params.out_dir) / "optuna" / f"{lm}.db", compute=or_default(compute))
         if track:
             _log_trials(params, lm, best)
     return best
