@@ -10,7 +10,7 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.retrieval.config import RetrievalEvalParams
-from clapcap.retrieval.evaluate import run_evaluate_all
+from clapcap.tracked.retrieval import run_evaluate_all
 
 
 def main() -> int:

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.reporting.collect import CollectParams, collect_and_report
 from clapcap.reporting.config import ReportParams
+from clapcap.reporting.report import build_report
+
+
+def _builder(track: bool) -> Callable[..., dict[str, Any]]:
+    """The report builder: inside an MLflow run (clapcap.tracked.report) when ``track``."""
+    if not track:
+        return build_report
+    from clapcap.tracked.report import build_report as tracked_build_report
+
+    return tracked_build_report
 
 
 def main() -> None:
@@ -18,7 +30,7 @@ def main() -> None:
                        captioning_dir=captioning.out_dir, lms=captioning.lms,
                        decoding_seed=captioning.noise_seeds[0], music_baseline=captioning.music.baseline,
                        extra_inputs=params.inputs, conclusions=params.conclusions,
-                       conclusions_out=params.conclusions_out, track=params.track)
+                       conclusions_out=params.conclusions_out, build=_builder(params.track))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.paraphrase.dataset import ParaphraseParams, run_paraphrase
+from clapcap.paraphrase.dataset import ParaphraseParams
+from clapcap.tracked.paraphrase import run_paraphrase
 
 
 def main() -> int:

@@ -84,7 +84,7 @@ def _run_stage(script, section, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("script,section,target,error", [
     ("train_clap.py", "train_clap: {}\n", "clapcap.clap.train.run_train_clap",
      TrainingCollapsed("val R@10 0.08 <= 3 x chance 0.03: training collapsed")),
-    ("robust_paraphrase.py", "robust_paraphrase: {}\n", "clapcap.paraphrase.dataset.run_paraphrase",
+    ("robust_paraphrase.py", "robust_paraphrase: {}\n", "clapcap.tracked.paraphrase.run_paraphrase",
      LLMError("http://127.0.0.1:9/v1: connection refused after 3 attempts")),
 ])
 def test_stage_script_runtime_error_is_one_line(script, section, target, error, tmp_path, monkeypatch, capsys):
@@ -101,7 +101,7 @@ def test_cli_llm_error_is_one_line(tmp_path, monkeypatch, capsys):
     def fail(_params):
         raise LLMError("http://127.0.0.1:9/v1: HTTP 401 after 1 attempt")
 
-    monkeypatch.setattr("clapcap.paraphrase.dataset.run_paraphrase", fail)
+    monkeypatch.setattr("clapcap.tracked.paraphrase.run_paraphrase", fail)
     params = tmp_path / "params.yaml"
     params.write_text("robust_paraphrase:\n  backend: llm\n")
     assert main(["robust", "paraphrase", "--params", str(params)]) == 1

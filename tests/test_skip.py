@@ -57,9 +57,10 @@ def test_skip_propagates_to_the_outputs(tmp_path):
 
 
 def test_corpus_views_on_a_real_dataset_skip_robustclap(real_like, tmp_path):
-    from clapcap.paraphrase.dataset import ParaphraseParams, run_paraphrase
+    from clapcap.paraphrase.dataset import ParaphraseParams
     from clapcap.robust.config import RobustTextStoreParams
     from clapcap.robust.text_store import build_text_store
+    from clapcap.tracked.paraphrase import run_paraphrase
 
     out = tmp_path / "paraphrased"
     report = run_paraphrase(ParaphraseParams(dataset_dir=str(real_like), out_dir=str(out), heldout_splits=[],
@@ -75,7 +76,8 @@ def test_corpus_without_views_is_still_an_error(tiny_corpus, tmp_path):
     """Only a real dataset skips: a synthetic corpus that lost its views is a bug to report."""
     from clapcap.data.manifest import ManifestError, write_manifest
     from clapcap.data.prepare import load_dataset
-    from clapcap.paraphrase.dataset import ParaphraseParams, run_paraphrase
+    from clapcap.paraphrase.dataset import ParaphraseParams
+    from clapcap.tracked.paraphrase import run_paraphrase
 
     broken = tmp_path / "corpus"
     broken.mkdir()

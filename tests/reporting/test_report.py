@@ -107,10 +107,11 @@ def test_cli_build(tmp_path):
 
 def test_figures_logged_to_mlflow(tmp_path, mlflow_uri):
     from clapcap import tracking
+    from clapcap.tracked.report import build_report as tracked_build_report
 
     out = tmp_path / "r"
-    build_report({"reference_comparison": FIXTURES / "reference_comparison.json",
-                  "decoding_ablation": FIXTURES / "decoding_ablation.json"}, out, track=True)
+    tracked_build_report({"reference_comparison": FIXTURES / "reference_comparison.json",
+                          "decoding_ablation": FIXTURES / "decoding_ablation.json"}, out)
     runs = tracking.search_runs("clapcap-report")
     assert len(runs) == 1 and runs.iloc[0]["status"] == "FINISHED"
     import mlflow

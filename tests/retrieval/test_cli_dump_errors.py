@@ -11,7 +11,8 @@ import pytest
 from clapcap.cli import main
 from clapcap.data.dump import DumpError, load_dump, save_dump, write_npz_deterministic
 from clapcap.retrieval.config import RetrievalEvalParams
-from clapcap.retrieval.evaluate import metrics_path, run_evaluate_all, tracking_scope
+from clapcap.retrieval.evaluate import metrics_path, tracking_scope
+from clapcap.tracked.retrieval import run_evaluate_all
 from clapcap.utils.io import read_json
 
 

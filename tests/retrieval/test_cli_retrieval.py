@@ -99,7 +99,7 @@ def test_mlflow_keys_and_logging(tmp_path, dump_file, mlflow_uri, monkeypatch):
     after it, with the dump as its dataset input."""
     import mlflow
 
-    from clapcap.retrieval.evaluate import track_evaluation
+    from clapcap.tracked.retrieval import track_evaluation
     from clapcap.tracking.vocab import check_key
 
     monkeypatch.chdir(tmp_path)

@@ -111,7 +111,8 @@ def test_parsers_refuse_bad_answers():
 def test_key_never_logged_or_sent_to_mlflow(fake_llm, tmp_path, monkeypatch, caplog, mlflow_uri):
     import mlflow
 
-    from clapcap.paraphrase.dataset import ParaphraseParams, run_paraphrase
+    from clapcap.paraphrase.dataset import ParaphraseParams
+    from clapcap.tracked.paraphrase import run_paraphrase
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     caplog.set_level(logging.DEBUG)

@@ -12,10 +12,13 @@ _SECTION_FLAGS = ("lm_ablation", "arch_ablation", "decoding_ablation", "encoder_
 
 
 def _build(args: argparse.Namespace) -> int:
-    from clapcap.reporting.report import build_report
+    if args.track:
+        from clapcap.tracked.report import build_report
+    else:
+        from clapcap.reporting.report import build_report
 
     inputs = {key: getattr(args, key) for key in _SECTION_FLAGS if getattr(args, key)}
-    build_report(inputs, args.out, leaderboard_path=args.leaderboard, track=args.track)
+    build_report(inputs, args.out, leaderboard_path=args.leaderboard)
     return 0
 
 

@@ -24,7 +24,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                            bootstrap=args.bootstrap, seed=args.seed,
                            max_block_bytes=args.max_block_mb * 2**20)
     if args.mlflow:
-        from clapcap.retrieval.evaluate import track_evaluation
+        from clapcap.tracked.retrieval import track_evaluation
 
         track_evaluation(result, args.dump, out_path=args.out,
                          params={"laion_compatible": args.laion_compatible, "bootstrap": args.bootstrap,

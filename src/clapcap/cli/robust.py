@@ -11,7 +11,8 @@ from clapcap.cli._common import add_command, add_group, compute_of
 def _paraphrase(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
     from clapcap.llm import LLMError
-    from clapcap.paraphrase.dataset import ParaphraseParams, run_paraphrase
+    from clapcap.paraphrase.dataset import ParaphraseParams
+    from clapcap.tracked.paraphrase import run_paraphrase
 
     params = load_section(ParaphraseParams, "robust_paraphrase", args.params)
     if args.backend:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from clapcap.config import ConfigError, to_dict
+from clapcap.config import ConfigError
 from clapcap.data.manifest import ManifestError, write_manifest
 from clapcap.data.prepare import load_dataset
 from clapcap.llm import LLMError
@@ -24,7 +24,6 @@ from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.paraphrase.heldout import heldout_views
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
 from clapcap.utils.io import read_json, write_json
-from clapcap.utils.skip import mark_skipped
 
 logger = logging.getLogger(__name__)
 
@@ -166,30 +165,3 @@ def corpus_views_missing(params: ParaphraseParams) -> str | None:
         return None
     return (f"{params.dataset_dir} is a {info.get('source')!r} dataset without paraphrase views (only the synthetic "
             "corpus has them); set robust_paraphrase.backend: llm to make them with an LLM")
-
-
-def run_paraphrase(params: ParaphraseParams, *, progress: bool = True) -> dict[str, Any]:
-    """:func:`paraphrase_dataset` inside an MLflow run (when ``params.track``): params (never
-    the API key, which is not a parameter), counts, and the report. Returns the report.
-
-    A real dataset (no corpus views) with the corpus backend is skipped, not an error: the
-    output folder holds ``SKIPPED.json`` (:mod:`clapcap.utils.skip`) and the RobustCLAP
-    stages after it skip too. Returns ``{"skipped": reason}`` then.
-    """
-    reason = corpus_views_missing(params)
-    if reason is not None:
-        mark_skipped([params.out_dir], stage="robust_paraphrase", reason=reason)
-        return {"skipped": reason}
-    if not params.track:
-        return paraphrase_dataset(params, progress=progress)
-    from clapcap import tracking
-
-    with tracking.tracked("robust_paraphrase", experiment=params.experiment, params=to_dict(params),
-                          name=tracking.run_name("robust", "paraphrase", params.backend),
-                          dataset_dir=params.dataset_dir):
-        report = paraphrase_dataset(params, progress=progress)
-        tracking.log_metrics({k: v for k, v in report.items() if k not in ("failures", "n_views")}, scope="data")
-        for view, count in report["n_views"].items():  # data/view1/n_captions
-            tracking.log_metrics({"n_captions": count}, scope="data", view=view)
-        tracking.log_artifact(Path(params.out_dir) / "paraphrase_report.json")
-    return report

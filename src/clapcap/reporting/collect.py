@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,13 +204,14 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
 def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captioning_dir: str | Path = "",
                        lms: Sequence[str] = (), decoding_seed: int = 0, music_baseline: str = "default_clap",
                        extra_inputs: dict[str, list[str]] | None = None, conclusions: Sequence[str | Path] = (), conclusions_out: str | Path = "",
-                       track: bool = False) -> dict[str, Any]:
+                       build: Callable[..., dict[str, Any]] = build_report) -> dict[str, Any]:
     """Collect the pipeline's results, then build the report (the ``report`` DVC stage).
 
     ``extra_inputs`` (``params.yaml`` ``report.inputs``) are added to the collected ones.
     The studies' ``conclusions`` files that exist are merged into ``conclusions_out``, which
     the report's findings section shows.
-    Returns the :func:`build_report` summary.
+    ``build`` builds the report from the inputs (:func:`build_report`, or its tracked form
+    :func:`clapcap.tracked.report.build_report`). Returns its summary.
 
     Raises:
         ConclusionsError: on a malformed conclusions file or an id defined twice.
@@ -228,4 +229,4 @@ def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captionin
         inputs["findings"] = [str(merge_conclusions(present, conclusions_out))]
     for section, paths in (extra_inputs or {}).items():
         inputs.setdefault(section, []).extend(paths)
-    return build_report(inputs, out_dir, track=track)
+    return build(inputs, out_dir)

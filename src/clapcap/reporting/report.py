@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,13 +214,14 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
     return _retrieval_section(data, ctx)
 
 
-def _as_paths(value: Any) -> list[Path]:
+def as_paths(value: Any) -> list[Path]:
     if value is None:
         return []
     return [Path(value)] if isinstance(value, (str, Path)) else [Path(v) for v in value]
 
 
-def _write_section(key: str, section: Section, out_dir: Path, track: bool) -> tuple[str, str, list[str]]:
+def _write_section(key: str, section: Section, out_dir: Path,
+                   on_figure: Callable[[Any, str], None] | None) -> tuple[str, str, list[str]]:
     """Write a section's tables and figures; return its Markdown, LaTeX and file list."""
     md, tex, files = [section.text] if section.text else [], [], []
     for name, table in section.tables.items():
@@ -236,10 +237,8 @@ def _write_section(key: str, section: Section, out_dir: Path, track: bool) -> tu
         path = out_dir / "figures" / f"{name}.png"
         with atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=120)
-        if track:
-            from clapcap import tracking
-
-            tracking.log_figure(fig, f"figures/{name}.png")
+        if on_figure is not None:
+            on_figure(fig, f"figures/{name}.png")
         figs.close(fig)
         pngs[name] = str(path)
     for name, src in section.copied.items():
@@ -263,7 +262,7 @@ def _collect(inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]
         raise ValueError(f"unknown report section(s) {unknown}; expected some of {list(SECTIONS)}")
     data, skipped = {}, {}
     for key in SECTIONS:
-        paths = _as_paths(inputs.get(key))
+        paths = as_paths(inputs.get(key))
         present = [p for p in paths if p.is_file()]
         if not present:
             skipped[key] = "no input given" if not paths else f"input not found: {', '.join(map(str, paths))}"
@@ -275,14 +274,16 @@ def _collect(inputs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]
 
 
 def build_report(inputs: Mapping[str, Any], out_dir: str | Path, *,
-                 leaderboard_path: str | Path | None = None, track: bool = False) -> dict[str, Any]:
+                 leaderboard_path: str | Path | None = None,
+                 on_figure: Callable[[Any, str], None] | None = None) -> dict[str, Any]:
     """Build the report from whichever inputs exist.
 
     Args:
         inputs: ``{section: path | [paths]}`` (sections in :data:`SECTIONS`).
         out_dir: output folder.
         leaderboard_path: converted leaderboard CSV (the packaged one by default).
-        track: also log figures and tables to MLflow (a ``report`` run) via clapcap.tracking.
+        on_figure: called with each figure and its report-relative PNG path before the figure
+            is closed (:mod:`clapcap.tracked.report` logs them to MLflow).
 
     Returns:
         The summary written to ``report.json``: ``{"sections": {key: {"status", "reason",
@@ -296,20 +297,11 @@ def build_report(inputs: Mapping[str, Any], out_dir: str | Path, *,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data, skipped = _collect(inputs)
-    if track:
-        from clapcap import tracking
-
-        with tracking.tracked("report", experiment="clapcap-report", name=tracking.run_name("report", "summary"),
-                              params={k: ",".join(map(str, _as_paths(v))) for k, v in inputs.items()}):
-            summary = _render(data, skipped, out_dir, leaderboard_path, track=True)
-            tracking.log_artifact(out_dir / "tables", artifact_path="tables")
-            tracking.log_artifact(out_dir / "report.md")
-        return summary
-    return _render(data, skipped, out_dir, leaderboard_path, track=False)
+    return _render(data, skipped, out_dir, leaderboard_path, on_figure=on_figure)
 
 
 def _render(data: dict[str, Any], skipped: dict[str, str], out_dir: Path,
-            leaderboard_path: str | Path | None, *, track: bool) -> dict[str, Any]:
+            leaderboard_path: str | Path | None, *, on_figure: Callable[[Any, str], None] | None) -> dict[str, Any]:
     ctx: dict[str, Any] = {"leaderboard_path": leaderboard_path, **data}
     md = ["# clapcap report", ""]
     tex = ["% clapcap report tables and figures (generated; \\usepackage{booktabs,graphicx})", ""]
@@ -322,7 +314,7 @@ def _render(data: dict[str, Any], skipped: dict[str, str], out_dir: Path,
             summary["sections"][key] = {"status": "not run", "reason": skipped[key], "files": []}
             continue
         section = _build_section(key, data[key], ctx)
-        sec_md, sec_tex, files = _write_section(key, section, out_dir, track)
+        sec_md, sec_tex, files = _write_section(key, section, out_dir, on_figure)
         md.append(sec_md)
         tex.append(f"% {title}\n{sec_tex}")
         sources = data[key].get("sources") if isinstance(data[key], dict) else None

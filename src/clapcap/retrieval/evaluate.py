@@ -200,65 +200,13 @@ def tracking_scope(dump_path: str | Path) -> str:
         FileNotFoundError / DumpError: for a missing or unreadable dump, or a split that
             has no scope (the message names the dump and the splits accepted).
     """
-    return _scope(load_meta(dump_path), dump_path)
+    return metric_scope(load_meta(dump_path), dump_path)
 
 
-def _scope(meta: dict[str, Any], dump_path: str | Path) -> str:
+def metric_scope(meta: dict[str, Any], dump_path: str | Path) -> str:
+    """The scope of a dump's metrics from its already-read ``meta`` (:func:`tracking_scope`)."""
     split = meta.get("split") or "test"
     if not isinstance(split, str) or split not in _SPLIT_SCOPES:
         raise DumpError(f"{dump_path}: meta split {split!r} has no MLflow metric scope; expected one "
                         f"of {list(_SPLIT_SCOPES)}")
     return _SPLIT_SCOPES[split]
-
-
-def track_evaluation(result: dict[str, Any], dump_path: str | Path, *, params: dict[str, Any],
-                     out_path: str | Path | None = None) -> dict[str, float]:
-    """Log one evaluation as its own MLflow run of ``clapcap-retrieval``, named
-    ``retrieval/evaluate/<encoder>/<dataset>/<split>`` (the dump's last three path parts), with the dump as
-    its input: ``<scope>/t2a/r10``, ``<scope>/t2a/r10_ci_low``, ... (the scope from the dump's meta
-    split, :func:`tracking_scope`; docs/tracking.md).
-
-    Returns:
-        The logged ``{key: value}``.
-
-    Raises:
-        DumpError: as :func:`tracking_scope`, before a run is opened.
-    """
-    from clapcap import tracking
-
-    meta = load_meta(dump_path)
-    scope = _scope(meta, dump_path)
-    label = "/".join(Path(dump_path).with_suffix("").parts[-3:])
-    dataset = meta.get("dataset")
-    dataset_dir = dataset if dataset and (Path(dataset) / "manifest.csv").is_file() else None
-    with tracking.tracked("evaluate_retrieval", experiment="clapcap-retrieval",
-                          name=tracking.run_name("retrieval", "evaluate", label),
-                          params={**params, "dump": str(dump_path)}, dump=dump_path, dataset_dir=dataset_dir):
-        logged = tracking.log_metrics({k: v for k, v in result.items() if k in ("t2a", "a2t", "n_clips", "n_captions")},
-                                      scope=scope)
-        if out_path is not None:
-            tracking.log_artifact(out_path)
-    return logged
-
-
-def run_evaluate_all(params: RetrievalEvalParams, *, device: str | None = None) -> dict[str, dict]:
-    """:func:`evaluate_all`, then one MLflow run per dump when ``params.track``
-    (:func:`track_evaluation`).
-
-    Returns:
-        :func:`evaluate_all`'s ``{dump path: metrics}``.
-
-    Raises:
-        DumpError: as :func:`tracking_scope` (when ``params.track``, before anything is
-            written); plus the errors of :func:`evaluate_all`.
-    """
-    from clapcap.config import to_dict
-
-    if params.track:  # a dump that cannot be logged fails before any metrics file is written
-        for dump_path in params.dumps:
-            tracking_scope(dump_path)
-    results = evaluate_all(params, device=device)
-    if params.track:
-        for dump_path, result in results.items():
-            track_evaluation(result, dump_path, params=to_dict(params), out_path=metrics_path(params, dump_path))
-    return results

@@ -1,0 +1,15 @@
+"""The tracked edge: library steps inside their MLflow runs.
+
+A step in the library returns its result (and takes callbacks where it has something to say
+while it runs); the module here for its family opens the run, logs params, metrics and
+artifacts, and registers. Entry points (stage scripts, the CLI, Prefect flows) call these
+when tracking is on, and the steps themselves otherwise, so the library below does not
+import :mod:`clapcap.tracking`.
+
+- :mod:`.retrieval`: ``track_evaluation``, ``run_evaluate_all``;
+- :mod:`.paraphrase`: ``run_paraphrase``;
+- :mod:`.report`: ``build_report``.
+
+Still inside the library (to move here): the CLAP and RobustCLAP trainers'
+``run_*`` wrappers, the RobustCLAP benchmark's, the captioning study's and registry's runs.
+"""
