@@ -6,8 +6,8 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.robust.benchmark import run_robust_benchmark
 from clapcap.robust.config import RobustBenchParams
+from clapcap.tracked.robust import run_robust_benchmark
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.robust.config import RobustTrainParams
-from clapcap.robust.train import run_robust_train
+from clapcap.tracked.robust import run_robust_train
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

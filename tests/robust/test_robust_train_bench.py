@@ -108,7 +108,7 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     import mlflow
 
     from clapcap.robust import benchmark
-    from clapcap.robust.train import run_robust_train
+    from clapcap.tracked.robust import run_robust_benchmark, run_robust_train
     from clapcap.tracking import vocab as tracking_vocab
 
     root, _ = robust_setup
@@ -118,7 +118,7 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     params = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"),
                                models={"CLAP": str(root / "base"), "RobustCLAP": res.model_dir},
                                n_resamples=20, experiment="t-robust", registered_model="t-robust-clap")
-    result = benchmark.run_robust_benchmark(params)
+    result = run_robust_benchmark(params)
     assert result["register"]["version"] == 1
     client = mlflow.MlflowClient(mlflow_uri)
     assert int(client.get_model_version_by_alias("t-robust-clap", "champion").version) == 1
@@ -131,7 +131,7 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
         tracking_vocab.check_key(key)
     # Promotion on evidence: the same model again is a new version, not shown better than the
     # champion on view-2 t2a R@10, so it is @challenger and @champion stays on v1.
-    again = benchmark.run_robust_benchmark(params)
+    again = run_robust_benchmark(params)
     assert again["register"]["version"] == 2 and again["register"]["alias"] == "challenger"
     assert int(client.get_model_version_by_alias("t-robust-clap", "champion").version) == 1
     tags = client.get_model_version("t-robust-clap", "2").tags

@@ -32,7 +32,7 @@ def _paraphrase(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
     from clapcap.robust.config import RobustTrainParams
-    from clapcap.robust.train import run_robust_train
+    from clapcap.tracked.robust import run_robust_train
 
     result = run_robust_train(load_section(RobustTrainParams, "robust_train", args.params), compute=compute_of(args))
     print(result.model_dir)
@@ -41,8 +41,8 @@ def _train(args: argparse.Namespace) -> int:
 
 def _benchmark(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
-    from clapcap.robust.benchmark import run_robust_benchmark
     from clapcap.robust.config import RobustBenchParams
+    from clapcap.tracked.robust import run_robust_benchmark
 
     params = load_section(RobustBenchParams, "robust_benchmark", args.params)
     result = run_robust_benchmark(params, compute=compute_of(args))

@@ -192,7 +192,7 @@ def _finish_sweep(params: CaptioningParams, register_best: bool, compute: Comput
 
 @task(name="robust-train", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=10)
 def robust_train_task(params: Any, compute: Compute) -> str:
-    from clapcap.robust.train import run_robust_train
+    from clapcap.tracked.robust import run_robust_train
 
     with concurrency_slot(GPU_LIMIT):
         return str(run_robust_train(params, progress=False, compute=compute).model_dir)
@@ -209,9 +209,9 @@ def robust_finetune_benchmark(params_file: str = "params.yaml",
     Returns:
         ``{"models": {section: model dir}, "benchmark": the benchmark's result}``.
     """
-    from clapcap.robust.benchmark import run_robust_benchmark
     from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
     from clapcap.robust.seeds import run_seed_study
+    from clapcap.tracked.robust import run_robust_benchmark
 
     ensure_limit(GPU_LIMIT, gpu_slots)
     compute = load_compute(params_path(params_file))

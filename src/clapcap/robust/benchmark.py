@@ -28,24 +28,20 @@ import pandas as pd
 
 from clapcap.clap.features import iter_split_audio
 from clapcap.compute import Compute, or_default
-from clapcap.config import to_dict
 from clapcap.data.dump import EmbeddingDump, normalize, save_dump
 from clapcap.data.prepare import load_dataset
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.factory import create_encoder
 from clapcap.reporting.conclusions import load_conclusions
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
-from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.retrieval.ranking import average_precision_min_norm
 from clapcap.robust.config import ZS, ZS_CUTOFF, ZS_MAP, RobustBenchParams
 from clapcap.robust.data import valid_text
 from clapcap.robust.report import write_tables
 from clapcap.utils.io import read_json, write_json
-from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
-
 
 
 def queries(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -279,83 +275,6 @@ def sample_rate_of(params: RobustBenchParams) -> int:
     return rates.pop()
 
 
-def model_metrics(result: dict[str, Any], name: str) -> dict[str, float]:
-    """Vocabulary keys of model ``name``'s scores: ``test/t2a/r10`` (original captions),
-    ``test/view2/t2a/r10``, ``test/a2l/map10`` (zero-shot), intervals and ``_drop`` (view minus
-    original)."""
-    from clapcap.tracking.vocab import metric_keys
-
-    split, out = result["split"], {}
-    for bench, m in result["models"][name].items():
-        view = None if bench == ZS else bench
-        dirs = {"a2l": m} if bench == ZS else {d: m[d] for d in ("t2a", "a2t")}
-        for d, vals in dirs.items():
-            out.update(metric_keys(vals, scope=split, view=view, direction=d))
-    for bench, dr in result["drops"][name].items():
-        for d, vals in dr.items():
-            out.update(metric_keys({k: v["difference"] for k, v in vals.items()}, scope=split, view=bench,
-                                   direction=d, stat="drop"))
-    return out
-
-
-def paired_metrics(result: dict[str, Any]) -> dict[str, float]:
-    """Vocabulary keys of the candidate-minus-base paired bootstrap: ``_diff`` and ``_p``."""
-    from clapcap.tracking.vocab import metric_keys
-
-    out: dict[str, float] = {}
-    for bench, pr in result["paired"].items():
-        view = None if bench == ZS else bench
-        for d, vals in pr.items():
-            for stat, field_ in (("diff", "difference"), ("p", "p_value")):
-                out.update(metric_keys({k: v[field_] for k, v in vals.items()}, scope=result["split"], view=view,
-                                       direction=d, stat=stat))
-    return out
-
-
-def run_robust_benchmark(params: RobustBenchParams, *, compute: Compute | None = None) -> dict[str, Any]:
-    """:func:`run_benchmark` inside MLflow (when ``params.track``): a parent run with the
-    paired differences and the reports, one child run per model with its scores; registers
-    the candidate as ``registered_model`` (alias ``alias``) when it beats the base.
-
-    Returns:
-        The benchmark result, with ``register.version`` when the model was registered.
-    """
-    compute = or_default(compute)
-    out = Path(params.out_dir)
-    if skip_if_inputs_skipped([params.paraphrase_dir], [out / "dumps", *(out / f"benchmark{ext}" for ext in
-                                                                          (".json", ".md", ".tex"))],
-                              stage="robust_benchmark"):
-        return {"skipped": True}
-    if not params.track:
-        return run_benchmark(params, compute=compute)
-    from clapcap import tracking
-
-    with tracking.tracked("robust_benchmark", experiment=params.experiment,
-                          name=tracking.run_name("robust", "benchmark", params.split),
-                          params={**to_dict(params), "compute": compute.to_dict()},
-                          dataset_dir=params.paraphrase_dir):
-        result = run_benchmark(params, compute=compute)
-        tracking.log_keyed(paired_metrics(result))
-        for name in ("benchmark.json", "benchmark.md", "benchmark.tex"):
-            tracking.log_artifact(Path(params.out_dir) / name)
-        tracking.set_tags({"register": result["register"]["decision"], "register_reason": result["register"]["reason"]})
-        for model, path in params.models.items():
-            with tracking.tracked("robust_benchmark", experiment=params.experiment,
-                                  name=tracking.run_name("robust", "benchmark", params.split) + f"/{model}",
-                                  params={"model": model, "model_dir": path, "split": params.split},
-                                  dataset_dir=params.paraphrase_dir):
-                tracking.log_keyed(model_metrics(result, model))
-        if result["register"]["decision"]:
-            uri = tracking.log_loader_pyfunc_model(
-                "robust_clap", "clapcap.encoders.hf_clap:pyfunc_loader",
-                artifacts={"clap_dir": params.models[params.candidate]},
-                input_example=["a dog barks", "rain falls on a roof"])
-            scores = candidate_item_scores(params)
-            tracking.log_dict(scores, ITEM_SCORES_FILE)
-            result["register"].update(_promote(uri, params, scores))
-    return result
-
-
 def candidate_item_scores(params: RobustBenchParams) -> dict[str, Any]:
     """The candidate's per-query scores on ``register_benchmark`` (view 2 by default), from the
     dump the benchmark saved: what a registered RobustCLAP version carries, so two versions
@@ -368,19 +287,3 @@ def candidate_item_scores(params: RobustBenchParams) -> dict[str, Any]:
     return retrieval_item_scores(dump.audio_embeds, dump.text_embeds, dump.caption_clip_index,
                                  clip_ids=dump.clip_ids, split=f"{params.split}/{params.register_benchmark}",
                                  dataset=dataset_fingerprint(params.paraphrase_dir), primary=params.register_metric)
-
-
-def _promote(uri: str, params: RobustBenchParams, scores: dict[str, Any]) -> dict[str, Any]:
-    """Register a new version; ``@champion`` moves to it only when there is none, or when it
-    beats the current champion on ``register_metric`` of ``register_benchmark`` (paired
-    bootstrap, one-sided p < 0.05); otherwise it is ``@challenger`` (docs/tracking.md)."""
-    from clapcap.retrieval.item_scores import compare_with_champion
-    from clapcap.tracking.promotion import register_on_evidence
-
-    decision = register_on_evidence(
-        uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-        compare=compare_with_champion)
-    logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
-                decision["alias"], decision["reason"])
-    return {"version": decision["version"], "alias": decision["alias"], "promotion": decision["reason"],
-            "compared_to": decision["compared_to"]}

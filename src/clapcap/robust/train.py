@@ -32,8 +32,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
-from clapcap.utils.io import read_json, sha256_json, write_json
-from clapcap.utils.skip import skip_if_inputs_skipped
+from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -241,53 +240,9 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     return result
 
 
-def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
-                     compute: Compute | None = None) -> RobustTrainResult:
-    """:func:`train_robust_clap` inside one MLflow run (when ``params.track``): params,
-    provenance, per-epoch metrics (``train/loss``; ``val/t2a/r10`` and ``val/view2/t2a/r10``,
-    with ``step=``), the result file. A skipped training (result exists) opens no run.
-
-    Returns:
-        The training result.
-    """
-    compute = or_default(compute)
-    out = Path(params.out_dir)
-    # The stage's outputs (dvc.yaml); a shared feature cache elsewhere is left alone.
-    outs = [out / "model", out / RESULT, out / "checkpoints", *([] if params.feature_cache else [out / "cache"])]
-    if skip_if_inputs_skipped([params.paraphrase_dir], outs,
-                              stage=f"robust_train ({robust_model_label(params)})"):
-        return RobustTrainResult(model_dir="", result_path="", base_model="", history=[], val={}, n_train_clips=0,
-                                 added_words=[], skipped=True)
-    if not params.track or (Path(params.out_dir) / RESULT).is_file():
-        return train_robust_clap(params, progress=progress, compute=compute)
-    from clapcap import tracking
-
-    run_params = {**to_dict(params), "compute": compute.to_dict()}
-    name = tracking.run_name("robust", robust_model_label(params), sha256_json(to_dict(params))[:8], params.seed)
-    with tracking.tracked("robust_train", experiment=params.experiment, name=name, params=run_params,
-                          dataset_dir=params.paraphrase_dir, tags={"base_model": params.base_model}):
-        result = train_robust_clap(params, progress=progress, compute=compute, on_epoch_end=log_epoch)
-        tracking.log_artifact(result.result_path)
-    return result
-
-
 def robust_model_label(params: RobustTrainParams) -> str:
     """What the fine-tune is, for its run name: ``robust_clap`` (paraphrase-view losses on) or
     ``robust_control`` (the CLIP loss alone). From the loss, not from ``out_dir``: a run name
     holds no output path."""
     loss = params.loss
     return "robust_clap" if max(loss.w_view1, loss.w_view2, loss.w_align) > 0 else "robust_control"
-
-
-def log_epoch(epoch: int, row: dict[str, float]) -> None:
-    """One epoch's row under the vocabulary: ``train/loss``, then the validation recalls of
-    the captions (``val/t2a/r10``) and of each view (``val/view2/t2a/r10``)."""
-    from clapcap import tracking
-
-    tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
-    views = {view: {k[len(view) + 1:]: v for k, v in row.items() if k.startswith(f"{view}_")} for view in VIEW_COLUMNS}
-    rest = {k: v for k, v in row.items()
-            if k not in ("epoch", "loss") and not any(k.startswith(f"{w}_") for w in VIEW_COLUMNS)}
-    tracking.log_metrics(rest, scope="val", step=epoch)  # an epoch without validation logs nothing here
-    for view, metrics in views.items():
-        tracking.log_metrics(metrics, scope="val", view=view, step=epoch)
