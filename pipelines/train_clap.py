@@ -3,10 +3,10 @@
 import sys
 
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.default import run_default_clap
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.clap import run_default_clap
 
 
 def main() -> int:

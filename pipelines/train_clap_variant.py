@@ -8,11 +8,11 @@ import argparse
 import sys
 
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.default import run_default_clap
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.experiments.clap_variants import ClapVariantStudy
+from clapcap.tracked.clap import run_default_clap
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -123,7 +123,7 @@ def test_loss_and_recall_helpers():
 @pytest.mark.slow
 def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri, monkeypatch):
     from clapcap import tracking
-    from clapcap.clap.train import run_train_clap
+    from clapcap.tracked.clap import run_train_clap
 
     monkeypatch.setenv("DVC_STAGE", "train_clap")  # the pipeline's stage: it may move @champion
 
@@ -153,7 +153,7 @@ def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, 
     import mlflow
 
     from clapcap import tracking
-    from clapcap.clap.train import run_train_clap
+    from clapcap.tracked.clap import run_train_clap
 
     monkeypatch.setenv("DVC_STAGE", "train_clap")
 

@@ -96,10 +96,10 @@ def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
 
 def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     from clapcap.clap.config import TrainClapParams
-    from clapcap.clap.default import run_default_clap
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
     from clapcap.experiments.clap_variants import ClapVariantStudy, evaluate_variant
+    from clapcap.tracked.clap import run_default_clap
 
     base = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
                            warmup_steps=1, collapse_alpha=0.0, track=False, text_tower="minilm",

@@ -7,7 +7,8 @@
 - ``collapse``: the permutation test that refuses a collapsed model;
 - ``minilm``: the CLAP whose text tower is the real all-MiniLM-L6-v2 (the default);
   ``minilm_train``: its trainer; ``frozen_text``: its frozen text layers, computed once;
-- ``default``: the one entry that trains the CLAP ``train_clap`` describes (MiniLM or tiny);
+- ``default``: the ``train_clap`` section as the MiniLM CLAP's params (the tracked entry that
+  trains either tower is :func:`clapcap.tracked.clap.run_default_clap`);
 - ``config``: params.yaml section ``train_clap``.
 
 The variants study (train, embed, compare) is :mod:`clapcap.experiments.clap_variants`.

@@ -1,9 +1,9 @@
 """Training and evaluation of the MiniLM-text-tower CLAP (:mod:`clapcap.clap.minilm`).
 
 :func:`train_minilm_clap` is the CLAP training loop (:func:`clapcap.clap.train.fit`) with the
-text tower at its own learning rate or frozen; :func:`run_train_minilm_clap` wraps it in one
-MLflow run with a registration on evidence. The ``train_clap`` stage reaches it through
-:func:`clapcap.clap.default.run_default_clap` (``text_tower: minilm``).
+text tower at its own learning rate or frozen; :func:`clapcap.tracked.clap.run_train_minilm_clap`
+wraps it in one MLflow run with a registration on evidence. The ``train_clap`` stage reaches it
+through :func:`clapcap.tracked.clap.run_default_clap` (``text_tower: minilm``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, sh
     clap_item_scores,
     embed_cache,
     fit,
-    run_tracked_training,
     t2a_recall,
 )
 from clapcap.compute import Compute, or_default
@@ -177,18 +176,3 @@ def test_item_scores(params: MiniLMClapParams, model_dir: str | Path, *, split: 
     (the default CLAP's recipe, :func:`clapcap.clap.train.clap_item_scores`)."""
     return clap_item_scores(model_dir, params.dataset_dir, caption_column=params.caption_column,
                             mel_floor_db=params.audio.mel_floor_db, split=split)
-
-
-def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progress: bool = True,
-                          compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_minilm_clap` at the default CLAP's tracked edge
-    (:func:`clapcap.clap.train.run_tracked_training`: one MLflow run of the ``train_clap`` stage,
-    the model as a pyfunc, its test item scores and a registration as ``registered_model``; a
-    rerun checks the registration too, and only a run under DVC moves aliases).
-    """
-    compute = or_default(compute)
-    return run_tracked_training(
-        params, run_signature(params, Path(params.dataset_dir), compute), compute=compute,
-        label=f"clap_minilm_{variant}" if variant else "clap_minilm", model_name="clap_minilm",
-        train=lambda **kw: train_minilm_clap(params, progress=progress, compute=compute, **kw),
-        item_scores=lambda model_dir: test_item_scores(params, model_dir))

@@ -61,8 +61,8 @@ def _identity_check(args: argparse.Namespace) -> int:
 
 def _train_clap(args: argparse.Namespace) -> int:
     from clapcap.clap.config import TrainClapParams
-    from clapcap.clap.default import run_default_clap
     from clapcap.config import load_section
+    from clapcap.tracked.clap import run_default_clap
 
     params = load_section(TrainClapParams, "train_clap", args.params)
     if args.no_track:

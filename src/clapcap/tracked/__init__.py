@@ -9,8 +9,8 @@ import :mod:`clapcap.tracking`.
 - :mod:`.retrieval`: ``track_evaluation``, ``run_evaluate_all``;
 - :mod:`.paraphrase`: ``run_paraphrase``;
 - :mod:`.report`: ``build_report``;
-- :mod:`.robust`: ``run_robust_train``, ``run_robust_benchmark`` (and the registration).
+- :mod:`.robust`: ``run_robust_train``, ``run_robust_benchmark`` (and the registration);
+- :mod:`.clap`: ``run_default_clap`` (tiny or MiniLM), ``run_tracked_training``, the registration.
 
-Still inside the library (to move here): the CLAP trainers' ``run_tracked_training``, and the
-captioning study's and registry's runs.
+Still inside the library (to move here): the captioning study's and registry's runs.
 """
