@@ -57,6 +57,33 @@ def test_resume_after_crash(tiny_corpus, tmp_path):
     assert other.signature != res.signature
 
 
+def test_a_checkpoint_of_an_older_build_resumes_without_its_timings(tiny_corpus, tmp_path):
+    """Older builds wrote each epoch's wall-clock seconds into the history; a resumed run must
+    not carry them into train_result.json and metrics.json (DVC outputs, byte-stable)."""
+    import json
+
+    import torch
+
+    calls = []
+
+    def crash_after_first(epoch, _row):
+        calls.append(epoch)
+        if epoch == 1:
+            raise KeyboardInterrupt("simulated crash")
+
+    with pytest.raises(KeyboardInterrupt):
+        train_clap(_params(tmp_path, tiny_corpus), progress=False, on_epoch_end=crash_after_first)
+    last = tmp_path / "clap" / "checkpoints" / "last.pt"
+    state = torch.load(last, weights_only=False)
+    state["history"] = [{**row, "seconds": 12.5} for row in state["history"]]  # as an older build wrote it
+    torch.save(state, last)
+    res = train_clap(_params(tmp_path, tiny_corpus), progress=False)
+    assert [r["epoch"] for r in res.history] == [1, 2]
+    for name in ("train_result.json", "metrics.json"):
+        assert "seconds" not in (tmp_path / "clap" / name).read_text(), name
+    assert "seconds" not in json.dumps(res.history)
+
+
 def test_four_clip_val_split_trains_saves_and_warns_instead_of_collapsing(tiny_corpus, tmp_path, caplog):
     # 4 val clips: chance R@10 is 1.0, and no permutation test can reach p < 0.01 (1/4! = 0.04).
     res = train_clap(_params(tmp_path, tiny_corpus, epochs=1), progress=False)

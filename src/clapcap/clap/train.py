@@ -253,7 +253,9 @@ def _resume(checkpoint_path: Path, signature: str, model: Any, opt: Any, sched: 
         logger.warning("%s holds no RNG state: the resumed run will not match an uninterrupted one bit for bit",
                        checkpoint_path)
     logger.info("resuming from %s after epoch %d", checkpoint_path, len(state["history"]))
-    return state["history"]
+    # A checkpoint of an older build holds each epoch's wall-clock seconds: not carried into
+    # the results, which must be byte-stable.
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in state["history"]]
 
 
 def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: float, out_dir: Path, split: str,
