@@ -34,7 +34,7 @@ from pathlib import Path
 
 from clapcap.code_deps import FINGERPRINT_DIR
 from clapcap.errors import InputError
-from clapcap.repro import DEFAULT_TIMES, STAGE_ENV, load_graph, read_times, run_parallel
+from clapcap.repro import DEFAULT_TIMES, STAGE_ENV, load_graph, read_times, run_parallel, venv_path
 
 DEFAULT_SECONDS = 60.0  # a stage with no recorded time
 
@@ -184,7 +184,7 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     for stage in result.canary:
         say(f"canary: {stage}")
         run = subprocess.run([*dvc, "repro", "--single-item", "--force", stage], cwd=root,
-                             env={**os.environ, **STAGE_ENV}, capture_output=True, text=True)
+                             env={**os.environ, **venv_path(), **STAGE_ENV}, capture_output=True, text=True)
         if run.returncode != 0:
             say(run.stdout[-3000:] + run.stderr[-3000:])
             result.failed = stage

@@ -45,6 +45,12 @@ DEFAULT_LOG_DIR = ".dvc/tmp/repro"
 # slow both stages several-fold), and a stage's float rounding does not depend on ``jobs``.
 # Stages whose params set ``torch_threads`` still set their own.
 STAGE_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def venv_path() -> dict[str, str]:
+    """``PATH`` with this interpreter's folder first: stage commands call ``python``, which must be
+    the project's venv also when ``clapcap`` is run without ``make`` (which exports it)."""
+    return {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
 DEFAULT_TIMES = "reports/build_times.json"
 _TAIL_LINES = 40
 
@@ -173,7 +179,7 @@ def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Pa
             for name in ready[: jobs - len(running)]:
                 pending.discard(name)
                 log = open(log_dir / _log_name(name), "wb")  # noqa: SIM115 - closed when the stage ends
-                stage_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+                stage_env = {**os.environ, **venv_path(), "PYTHONUNBUFFERED": "1", **(env or {})}
                 proc = subprocess.Popen([*dvc, "--wait-for-lock", "repro", "--single-item", name], cwd=root,
                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         env=stage_env)
@@ -427,7 +433,7 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
     start = time.perf_counter()
     if jobs == 1:
         with _meteor_server(True, say) as env:
-            code = subprocess.run([*dvc, "repro"], cwd=root, env={**os.environ, **STAGE_ENV, **env}).returncode
+            code = subprocess.run([*dvc, "repro"], cwd=root, env={**os.environ, **venv_path(), **STAGE_ENV, **env}).returncode
         return ReproResult({}, None if code == 0 else "dvc repro", round(time.perf_counter() - start, 1), 1)
     graph = load_graph(root)
     if stale := prune_lockfile(root, graph.order):
