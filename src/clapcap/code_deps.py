@@ -33,6 +33,7 @@ from typing import Any
 
 FINGERPRINT_DIR = "build/code"
 FINGERPRINT_STAGE = "code_fingerprints"
+HISTORY = "history"  # build/code/history/<md5>.json: every fingerprint written, by its MD5
 # Bump when the normalization below changes: every fingerprint then changes with it.
 NORMALIZATION = "ast-nodoc-v1"
 PACKAGE = "clapcap"
@@ -167,11 +168,24 @@ def write_fingerprints(root: str | Path = ".", out_dir: str | Path | None = None
     for old in out.glob("*.json"):
         if old.stem not in scripts:
             old.unlink()
+    history = out / HISTORY
+    history.mkdir(exist_ok=True)
     written = []
     for stage, script in scripts.items():
         text = json.dumps(fingerprint(root, script), indent=1, sort_keys=True) + "\n"
         path = out / f"{stage}.json"
+        # Every version by its MD5 (the hash dvc.lock records for the dep), so that the
+        # refactor check can tell which files changed since the locked version.
+        kept = history / f"{hashlib.md5(text.encode()).hexdigest()}.json"  # noqa: S324 - DVC's own hash
+        if not kept.is_file():
+            kept.write_text(text)
         if not path.is_file() or path.read_text() != text:
             path.write_text(text)
             written.append(path)
     return written
+
+
+def recorded_fingerprint(root: str | Path, md5: str) -> dict[str, Any] | None:
+    """The fingerprint whose file had MD5 ``md5`` (as ``dvc.lock`` records it), if it was kept."""
+    path = Path(root) / FINGERPRINT_DIR / HISTORY / f"{md5}.json"
+    return json.loads(path.read_text()) if path.is_file() else None

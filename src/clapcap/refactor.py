@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clapcap.code_deps import FINGERPRINT_DIR
+from clapcap.code_deps import FINGERPRINT_DIR, recorded_fingerprint
 from clapcap.errors import InputError
 from clapcap.repro import DEFAULT_TIMES, STAGE_ENV, load_graph, read_times, run_parallel, venv_path
 
@@ -137,6 +137,22 @@ def _read_fingerprints(root: Path) -> dict[str, dict]:
     return out
 
 
+def locked_fingerprints(root: Path) -> dict[str, dict | None]:
+    """Stage -> the code fingerprint its ``dvc.lock`` entry was recorded with (None when that
+    version was not kept: then every file of the stage counts as changed)."""
+    import yaml
+
+    path = root / "dvc.lock"
+    data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    prefix = FINGERPRINT_DIR.rstrip("/") + "/"
+    out: dict[str, dict | None] = {}
+    for name, entry in (data or {}).get("stages", {}).items():
+        for dep in entry.get("deps", []):
+            if str(dep.get("path", "")).startswith(prefix) and dep.get("md5"):
+                out[name] = recorded_fingerprint(root, dep["md5"])
+    return out
+
+
 def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = None, dry_run: bool = False,
                     dvc: Sequence[str] | None = None, say: Callable[[str], None] = print,
                     times_path: str = DEFAULT_TIMES) -> RefactorResult:
@@ -149,7 +165,6 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     """
     root = Path(root)
     dvc = list(dvc) if dvc else [str(Path(sys.executable).with_name("dvc"))]
-    before = _read_fingerprints(root)
     graph = load_graph(root)
     first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, say=say, env=STAGE_ENV)
     if not first.ok:
@@ -163,7 +178,12 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
         say("no stage's code changed: nothing to commit")
         return result
     after = _read_fingerprints(root)
-    files = {s: changed_files(before.get(group_of(s)), after[group_of(s)]) for s in code}
+    locked = locked_fingerprints(root)
+    files = {s: changed_files(locked.get(s), after[group_of(s)]) for s in code}
+    unknown_old = sorted(s for s in code if locked.get(s) is None)
+    if unknown_old:
+        say(f"no kept fingerprint for the locked code of {len(unknown_old)} stage(s) ({', '.join(unknown_old)}): "
+            "every file they import counts as changed")
     seconds = read_times(root / times_path)
     if canary:
         unknown = sorted(set(canary) - set(code))

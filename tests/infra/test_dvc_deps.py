@@ -87,13 +87,20 @@ def _mini_project(tmp_path: Path) -> Path:
 def test_comments_and_docstrings_do_not_change_a_fingerprint_and_code_does(tmp_path):
     root = _mini_project(tmp_path)
     assert sorted(p.name for p in write_fingerprints(root)) == ["s1.json", "s2.json"]
-    first = {p.name: p.read_text() for p in (root / "build/code").iterdir()}
+    first = {p.name: p.read_text() for p in (root / "build/code").glob("*.json")}
     a = root / "src/clapcap/lib/a.py"
     a.write_text('"""Another doc, longer."""\n\n\ndef f(x):\n    """Other."""\n    # a comment\n    return x + 1\n')
     assert write_fingerprints(root) == []
-    assert {p.name: p.read_text() for p in (root / "build/code").iterdir()} == first
+    assert {p.name: p.read_text() for p in (root / "build/code").glob("*.json")} == first
     a.write_text("def f(x):\n    return x + 2\n")
     assert [p.name for p in write_fingerprints(root)] == ["s1.json"]  # s2 does not import a.py
+    # Every version is kept by its MD5 (what dvc.lock records), for the refactor check.
+    from clapcap.code_deps import recorded_fingerprint
+
+    kept = {p.stem for p in (root / "build/code/history").glob("*.json")}
+    assert len(kept) == 3  # s1 twice, s2 once
+    for md5 in kept:
+        assert recorded_fingerprint(root, md5)["script"] in ("pipelines/s1.py", "pipelines/s2.py")
     data = json.loads((root / "build/code/s1.json").read_text())
     assert set(data["files"]) == {"pipelines/s1.py", "src/clapcap/__init__.py", "src/clapcap/lib/__init__.py",
                                   "src/clapcap/lib/a.py"}
@@ -119,7 +126,7 @@ def test_the_stage_script_writes_the_fingerprints(tmp_path):
     out = subprocess.run([sys.executable, "pipelines/code_fingerprints.py"], cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "2 changed" in out.stdout
-    assert sorted(p.name for p in (root / "build/code").iterdir()) == ["s1.json", "s2.json"]
+    assert sorted(p.name for p in (root / "build/code").glob("*.json")) == ["s1.json", "s2.json"]
 
 
 def _has_key(tree: object, dotted: str) -> bool:

@@ -91,6 +91,11 @@ def test_a_refactor_is_committed_after_the_canary_and_a_behaviour_change_is_not(
     assert result.code_stages == ["one", "two"] and result.canary == ["one"] and result.committed == ["two"]
     assert (root / "runs.log").read_text().split() == ["one", "two", "one"]  # two did not rerun
     assert "one" not in _status(root) and "two" not in _status(root)
+    # A change to stage two's own script only: two alone changed, so two is the canary.
+    script2 = root / "pipelines/two.py"
+    script2.write_text(script2.read_text().replace("import pathlib\n", "import pathlib\n\nUNUSED = 1\n"))
+    result = refactor_commit(root, say=said.append)
+    assert result.ok and result.code_stages == ["two"] and result.canary == ["two"], said
     # A change to what stage one writes: its canary output differs, nothing is committed.
     script = root / "pipelines/one.py"
     script.write_text(script.read_text().replace("write_text('1')", "write_text('changed')"))
