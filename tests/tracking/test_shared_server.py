@@ -20,9 +20,9 @@ import services
 
 from clapcap import tracking
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.train import run_train_clap
 from clapcap.cli import main
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
+from clapcap.tracked.clap import run_train_clap
 
 pytestmark = pytest.mark.services
 

@@ -30,12 +30,12 @@ from clapcap.tracking.runs import dvc_stage, group_run, provenance, resumed, run
 from clapcap.tracking.store import (  # noqa: F401 - the package's API
     _SECRET,
     _mlflow,
-    _open_store,
     _store_lock,
     clean_params,
     default_tracking_uri,
     flatten,
     log_params,
+    open_store,
     prepare_store,
     safe_key,
 )

@@ -155,9 +155,9 @@ def find_registration(name: str, signature: str, *, legacy_artifact: str | None 
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    from clapcap.tracking.store import _open_store, default_tracking_uri
+    from clapcap.tracking.store import default_tracking_uri, open_store
 
-    _open_store(tracking_uri or default_tracking_uri(), "Default")  # the store's tables, once
+    open_store(tracking_uri or default_tracking_uri(), "Default")  # the store's tables, once
     client = mlflow.MlflowClient()
     try:
         versions = client.search_model_versions(f"name = '{name}'")

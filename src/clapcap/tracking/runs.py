@@ -123,7 +123,7 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
 
     from clapcap.tracking import store as tracking
 
-    exp_id = tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    exp_id = tracking.open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
     prov = provenance(stage, params, dataset_dir=dataset_dir)
     all_tags = {**prov, **(tags or {})}
     if parent is not None:
@@ -148,7 +148,7 @@ def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, An
     from clapcap.tracking import store as tracking
 
     uri = tracking_uri or tracking.default_tracking_uri()
-    exp_id = tracking._open_store(uri, experiment)
+    exp_id = tracking.open_store(uri, experiment)
     with tracking._store_lock(uri):
         found = mlflow.MlflowClient().search_runs([exp_id], filter_string=f"tags.`{GROUP_TAG}` = '{name}'",
                                                   max_results=1)
@@ -172,7 +172,7 @@ def resumed(run_id: str, *, experiment: str, tracking_uri: str | None = None) ->
 
     from clapcap.tracking import store as tracking
 
-    exp_id = tracking._open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    exp_id = tracking.open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
     # MLflow refuses to reopen a run of an experiment other than the active one, which an
     # earlier stage in this process (or MLFLOW_EXPERIMENT_ID) may have set.
     mlflow.set_experiment(experiment_id=exp_id)

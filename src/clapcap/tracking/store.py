@@ -92,7 +92,7 @@ def _store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _open_store(uri: str, experiment: str) -> str:
+def open_store(uri: str, experiment: str) -> str:
     """Point MLflow at ``uri`` and return ``experiment``'s id, creating store and experiment once."""
     mlflow = _mlflow()
     mlflow.set_tracking_uri(uri)
@@ -112,7 +112,7 @@ def prepare_store(experiments: Sequence[str], tracking_uri: str | None = None) -
     """
     uri = tracking_uri or default_tracking_uri()
     for name in experiments:
-        _open_store(uri, name)
+        open_store(uri, name)
     return uri
 
 
