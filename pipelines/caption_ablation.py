@@ -16,6 +16,7 @@ from clapcap.captioning.study import run_ablation
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.captioning import study_tracker
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +27,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    run_ablation(load_section(CaptioningParams, "captioning"), args.kind, lm=args.lm, name=args.name, seed=args.seed,
+    params = load_section(CaptioningParams, "captioning")
+    run_ablation(params, args.kind, lm=args.lm, name=args.name, seed=args.seed, tracker=study_tracker(params),
                  compute=load_compute())
     return 0
 

@@ -8,6 +8,7 @@ from clapcap.captioning.study import run_lr_search
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.captioning import study_tracker
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +16,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    run_lr_search(load_section(CaptioningParams, "captioning"), args.lm, compute=load_compute())
+    params = load_section(CaptioningParams, "captioning")
+    run_lr_search(params, args.lm, compute=load_compute(), tracker=study_tracker(params))
     return 0
 
 

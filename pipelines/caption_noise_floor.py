@@ -8,6 +8,7 @@ from clapcap.captioning.study import noise_floor
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.captioning import study_tracker
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +16,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    noise_floor(load_section(CaptioningParams, "captioning"), args.lm, compute=load_compute())
+    params = load_section(CaptioningParams, "captioning")
+    noise_floor(params, args.lm, compute=load_compute(), tracker=study_tracker(params))
     return 0
 
 

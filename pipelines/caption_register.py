@@ -3,9 +3,9 @@
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.registry import register_champion
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.captioning import register_champion
 
 
 def main() -> int:

@@ -47,9 +47,9 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
     from clapcap.captioning.data import embeddings_by_clip
     from clapcap.captioning.generation import DecodingConfig, generate_captions
     from clapcap.captioning.model import load_captioner
-    from clapcap.captioning.registry import load_champion, register_champion
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
+    from clapcap.tracked.captioning import load_champion, register_champion
 
     params, clap_dir = audio_study
     result = register_champion(params)
@@ -94,10 +94,10 @@ def test_service_errors_on_audio_without_encoder_and_on_bad_files(audio_study, t
 
 
 def test_cli_captions_audio_with_the_registered_champion(audio_study, mlflow_uri, tmp_path, capsys):
-    from clapcap.captioning.registry import load_champion, register_champion
     from clapcap.cli import main
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
+    from clapcap.tracked.captioning import load_champion, register_champion
     from clapcap.utils.io import read_json
 
     params, _ = audio_study

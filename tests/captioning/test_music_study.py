@@ -100,6 +100,7 @@ def test_music_seed_group_carries_mean_and_std(music_study, tmp_path, monkeypatc
 
     import mlflow
 
+    from clapcap.tracked.captioning import study_tracker
     from clapcap.utils.io import read_json
 
     params, _, _ = music_study
@@ -107,7 +108,7 @@ def test_music_seed_group_carries_mean_and_std(music_study, tmp_path, monkeypatc
     tracked = dataclasses.replace(params, out_dir=str(tmp_path / "out"), track=True)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     (tmp_path / "out" / "results" / "music_other_gpt2_s1_seed1.json").unlink()  # the last seed to finish
-    exp.run_ablation(tracked, "music", name="other", seed=1)
+    exp.run_ablation(tracked, "music", name="other", seed=1, tracker=study_tracker(tracked))
     runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
                                                           output_format="list")}
     parent = runs["captioning/gpt2/music_other_gpt2_s1"].data.metrics

@@ -26,6 +26,7 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     import mlflow
     import torch
 
+    from clapcap.tracked.captioning import MLflowTracker
     from clapcap.tracking.check import check_store
 
     torch.set_num_threads(1)
@@ -34,8 +35,9 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
         "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "dump.npz")),
         "out_dir": str(tmp_path / "out"), "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},
         "train": {"gpt2": TRAIN}, "lms": ["gpt2"], "use_lr_search": False, "noise_seeds": [0, 1], "track": True,
-        "progress": False, "findings": {"decoding": ["beam3"]}})
-    floor = exp.noise_floor(params, "gpt2")
+        "progress": False, "findings": {"decoding": ["beam3"]},
+        "decoding_ablation": {"greedy": {}, "beam3": {"strategy": "beam", "num_beams": 3}}})
+    floor = exp.noise_floor(params, "gpt2", tracker=MLflowTracker())
     exp.noise_floor(params, "gpt2")  # results exist: no new run
     assert check_store(fresh_store) == []
     runs = mlflow.search_runs(experiment_names=["clapcap-captioning"], output_format="list")
@@ -55,7 +57,7 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     # too: its run holds the checkpoint's training params with the decoding params, its seeds nest
     # under one parent, which gets their mean and std once both are done.
     for seed in (0, 1):
-        exp.evaluate_decoding(params, "gpt2", "beam3", seed=seed)
+        exp.evaluate_decoding(params, "gpt2", "beam3", seed=seed, tracker=MLflowTracker())
     assert check_store(fresh_store) == []
     runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
                                                           output_format="list")}
@@ -65,7 +67,7 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     values = [runs[f"captioning/gpt2/decoding_beam3/seed{s}"].data.metrics[f"test/{metric}"] for s in (0, 1)]
     assert group[f"test/{metric}_mean"] == pytest.approx(sum(values) / 2)
     # A decoding config of no finding runs on the first seed only: one run, no seed group.
-    exp.evaluate_decoding(params, "gpt2", "greedy", seed=0)
+    exp.evaluate_decoding(params, "gpt2", "greedy", seed=0, tracker=MLflowTracker())
     runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
                                                           output_format="list")}
     assert "captioning/gpt2/decoding_greedy" not in runs

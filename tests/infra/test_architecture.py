@@ -67,6 +67,8 @@ RULES = [
          sources_except=("cli/*", "flows/*")),
     Rule("only entry points import the tracked edge", ("*",), ("tracked/*",),
          sources_except=("cli/*", "flows/*", "tracked/*")),
+    Rule("tracking at the edges: only tracked/, cli/ and flows/ import tracking/", ("*",), ("tracking/*",),
+         sources_except=("tracking/*", "tracked/*", "cli/*", "flows/*")),
     Rule("clap/ never imports encoders/ (encoders build on clap)", ("clap/*",), ("encoders/*",),
          transitive=True),
     Rule("inference never imports training", INFERENCE, TRAINING, transitive=True),

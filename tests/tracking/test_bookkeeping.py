@@ -57,6 +57,7 @@ def test_lr_search_parent_carries_its_best_trials(fresh_store, tiny_corpus):
 
     from clapcap.captioning import study as exp
     from clapcap.config import from_dict
+    from clapcap.tracked.captioning import MLflowTracker
     from clapcap.tracking.check import check_store
 
     params = from_dict(exp.CaptioningParams, {"dataset_dir": str(tiny_corpus), "lms": ["gpt2"],
@@ -67,7 +68,7 @@ def test_lr_search_parent_carries_its_best_trials(fresh_store, tiny_corpus):
                               {"lr_projection": 1e-3, "lr_lm": 3e-3, "val_loss": 2.0}]}
     with tracking.tracked("captioning-lr-search", experiment="t-lr", name="captioning/gpt2/lr_search",
                           params={"lm": "gpt2"}) as run:
-        exp._log_trials(params, "gpt2", best)
+        MLflowTracker().lr_trials(params, "gpt2", best)
     data = mlflow.get_run(run.info.run_id).data
     assert data.metrics == {"val/loss_stage1": 2.5, "val/loss_stage2": 2.0}  # the chosen trials' values
     assert data.params["stage2_lr_lm"] == "0.003"  # and their LRs

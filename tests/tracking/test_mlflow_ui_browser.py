@@ -26,6 +26,7 @@ from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
 from clapcap.captioning import study as exp
 from clapcap.config import from_dict
+from clapcap.tracked.captioning import study_tracker
 
 pytestmark = pytest.mark.services
 
@@ -54,7 +55,7 @@ def _three_seed_study(corpus: Path, tmp_path: Path) -> None:
             "out_dir": str(tmp_path / "out"), "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},
             "train": {"gpt2": TRAIN}, "lms": ["gpt2"], "use_lr_search": False, "noise_seeds": SEEDS,
             "track": True, "progress": False})
-        exp.noise_floor(params, "gpt2")
+        exp.noise_floor(params, "gpt2", tracker=study_tracker(params))
     finally:
         torch.set_num_threads(threads)
 

@@ -17,6 +17,7 @@ Output folder (``out_dir``): ``runs/<name>/`` (training, and the test captions i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import statistics
@@ -32,7 +33,7 @@ from clapcap.captioning.evaluate import evaluate_split, evaluate_trivial_baselin
 from clapcap.captioning.generation import DecodingConfig
 from clapcap.captioning.lr_search import chosen_learning_rates, search_learning_rates
 from clapcap.captioning.model import CaptionerConfig, load_captioner
-from clapcap.captioning.train import train_captioner
+from clapcap.captioning.train import EpochHook, train_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, sha256_file, write_json
@@ -145,27 +146,39 @@ def configuration(spec: RunSpec) -> str:
     return "baseline" if config == spec.lm else config.removeprefix(f"{spec.lm}_")
 
 
-def _seed_group(params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int]) -> str | None:
-    """The parent run id of ``config``'s seed group (None with tracking off or a single seed)."""
-    if not params.track or len(seeds) < 2:
+class StudyTracker:
+    """What the study reports while it runs, to whoever listens: this base reports nothing.
+
+    The study calls these hooks and never imports MLflow; :class:`clapcap.tracked.captioning.MLflowTracker`
+    implements them with one run per configuration and seed, nested under its seed group, and
+    the entry points (stage scripts, the CLI, the flows) pass it when ``captioning.track`` is on.
+    """
+
+    def run(self, params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
+            seeds: list[int]) -> contextlib.AbstractContextManager[Any]:
+        """Around one configuration at one seed (training and evaluation)."""
+        return contextlib.nullcontext()
+
+    def epoch_hook(self) -> EpochHook | None:
+        """Called with (stage, epoch, losses) after each training epoch; None: nothing to call."""
         return None
-    from clapcap import tracking
 
-    return tracking.group_run("clapcap-captioning", tracking.run_name("captioning", spec.lm, config),
-                              stage="captioning-seeds", params={"lm": spec.lm, "configuration": config,
-                                                                "seeds": seeds},
-                              dataset_dir=params.dataset_dir)
+    def scores(self, record: dict[str, Any]) -> None:
+        """The record's val and test scores, inside :meth:`run`."""
+
+    def seed_stats(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
+                   metrics: dict[str, Any]) -> None:
+        """Mean and std over a configuration's seeds (:func:`seed_stats`), once every seed finished."""
+
+    def lr_search(self, params: CaptioningParams, lm: str) -> contextlib.AbstractContextManager[Any]:
+        """Around an LR search that runs (a finished one is not reported)."""
+        return contextlib.nullcontext()
+
+    def lr_trials(self, params: CaptioningParams, lm: str, best: dict[str, Any]) -> None:
+        """The search's chosen LRs and trials, inside :meth:`lr_search`."""
 
 
-def _tracked_run(params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
-                 seeds: list[int]) -> Any:
-    """One MLflow run for one configuration at one seed (nested under its seed group)."""
-    from clapcap import tracking
-
-    return tracking.tracked("captioning-run", experiment="clapcap-captioning", enabled=params.track,
-                            name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
-                            dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
-                            parent=_seed_group(params, spec, config, seeds), tags={"clapcap.config": spec.name})
+NO_TRACKING = StudyTracker()
 
 
 def seed_stats(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -179,43 +192,14 @@ def seed_stats(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return metrics
 
 
-def _log_seed_stats(params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
-                    results: list[Path]) -> None:
-    """``test/<metric>_mean`` and ``_std`` over a configuration's seeds on its seed group's parent,
-    once every seed's result file exists (each seed's stage checks after writing its own, so
-    the last to finish logs them; two finishing together log the same values)."""
-    if not params.track or len(seeds) < 2 or not all(p.is_file() for p in results):
+def _report_seed_stats(tracker: StudyTracker, params: CaptioningParams, spec: RunSpec, config: str,
+                       seeds: list[int], results: list[Path]) -> None:
+    """Seed statistics of a configuration once every seed's result file exists (each seed's
+    stage checks after writing its own, so the last to finish reports them; two finishing
+    together report the same values)."""
+    if len(seeds) < 2 or not all(p.is_file() for p in results):
         return
-    _log_group_stats(params, spec, config, seeds, seed_stats([read_json(p) for p in results]))
-
-
-def _log_group_stats(params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
-                     metrics: dict[str, Any]) -> None:
-    group = _seed_group(params, spec, config, seeds)
-    if group is None:
-        return
-    from clapcap import tracking
-
-    with tracking.resumed(group, experiment="clapcap-captioning"):
-        for stat in ("mean", "std"):
-            tracking.log_metrics({m: v[stat] for m, v in metrics.items()}, scope="test", stat=stat)
-
-
-def _log_epoch(stage: int, epoch: int, losses: dict[str, float]) -> None:
-    from clapcap import tracking
-
-    tracking.log_metrics({f"loss_stage{stage}": losses["train_loss"]}, scope="train", step=epoch)
-    tracking.log_metrics({f"loss_stage{stage}": losses["val_loss"]}, scope="val", step=epoch)
-
-
-def _log_scores(params: CaptioningParams, record: dict[str, Any]) -> None:
-    if params.track:
-        from clapcap import tracking
-
-        tracking.log_metrics(record["test"]["corpus"], scope="test")
-        tracking.log_metrics(record["val"]["corpus"], scope="val")
-        for stage, result in record.get("stages", {}).items():
-            tracking.log_metrics({f"best_loss_stage{stage}": result["best_val_loss"]}, scope="val")
+    tracker.seed_stats(params, spec, config, seeds, seed_stats([read_json(p) for p in results]))
 
 
 def _seeds_of(params: CaptioningParams, spec: RunSpec) -> list[int]:
@@ -237,8 +221,10 @@ def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str, de
     return val["scores"], {**test["scores"], "n_empty": test["n_empty"]}, test["predictions"]
 
 
-def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | None = None) -> dict[str, Any]:
-    """Train ``spec`` (resumable) and evaluate it on ``compute.device``; skipped when its result file exists.
+def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | None = None,
+                tracker: StudyTracker = NO_TRACKING) -> dict[str, Any]:
+    """Train ``spec`` (resumable) and evaluate it on ``compute.device``; skipped when its result
+    file exists. ``tracker`` hears about it (:class:`StudyTracker`).
 
     Returns:
         The record written to ``results/<name>.json``: spec, train summary, ``val``
@@ -254,10 +240,10 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
     model_cfg, train_cfg = run_configs(params, spec)
     run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
                   "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding)}
-    with _tracked_run(params, spec, configuration(spec), run_params, _seeds_of(params, spec)):
+    with tracker.run(params, spec, configuration(spec), run_params, _seeds_of(params, spec)):
         trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
                                   out_dir=out / "runs" / spec.name, progress=params.progress,
-                                  on_epoch_end=_log_epoch if params.track else None,
+                                  on_epoch_end=tracker.epoch_hook(),
                                   lm_cache_dir=out / "lm_warmup", compute=compute)
         val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding,
                                      compute)
@@ -266,14 +252,14 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
                   "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
                   "val": val, "test": test}
-        _log_scores(params, {**record, "stages": trained["stages"]})
+        tracker.scores({**record, "stages": trained["stages"]})
     write_json(test_predictions_path(out, spec.name), preds)
     write_json(path, record)
     if spec.kind in ("encoder", "music"):  # an LM's baseline seeds: noise_floor logs them
         seeds = _seeds_of(params, spec)
         stem = spec.name.removesuffix(f"_seed{spec.seed}")
-        _log_seed_stats(params, spec, configuration(spec), seeds,
-                        [out / "results" / f"{stem}_seed{s}.json" for s in seeds])
+        _report_seed_stats(tracker, params, spec, configuration(spec), seeds,
+                           [out / "results" / f"{stem}_seed{s}.json" for s in seeds])
     return record
 
 
@@ -297,7 +283,7 @@ def decoding_seed_path(params: CaptioningParams, lm: str, name: str, seed: int) 
 
 
 def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | None = None, *,
-                      compute: Compute | None = None) -> dict[str, Any]:
+                      compute: Compute | None = None, tracker: StudyTracker = NO_TRACKING) -> dict[str, Any]:
     """Eval-only decoding config ``name`` on ``lm``'s baseline checkpoint of noise seed ``seed``
     (the first noise seed by default; trained if needed).
 
@@ -313,7 +299,8 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
         raise ValueError(f"decoding {name}: seed {seed} is not one of noise_seeds {params.noise_seeds}")
     path = decoding_seed_path(params, lm, name, seed)
     decoding = decoding_config(params, name)
-    base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed), compute=compute)
+    base = execute_run(params, next(s for s in lm_specs(params, lm) if s.seed == seed), compute=compute,
+                       tracker=tracker)
     weights = sha256_file(Path(base["checkpoint"]) / "weights.pt")
     # The stage keeps its records across reruns (persist), so that a decoding config added to
     # params.yaml runs alone: a record is reused only for the same config on the same weights.
@@ -327,15 +314,16 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     run_params = {"spec": dataclasses.asdict(spec), "model": base["model"], "train": base["train"],
                   "decoding": dataclasses.asdict(decoding), "checkpoint_run": base["spec"]["name"]}
     seeds = decoding_seeds(params, lm, name)
-    with _tracked_run(params, spec, f"decoding_{name}", run_params, seeds):
+    with tracker.run(params, spec, f"decoding_{name}", run_params, seeds):
         val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
                                      compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
                   "checkpoint": base["checkpoint"], "weights_sha256": weights, "val": val, "test": test}
-        _log_scores(params, record)
+        tracker.scores(record)
     write_json(path.with_suffix(".predictions.json"), preds)
     write_json(path, record)
-    _log_seed_stats(params, spec, f"decoding_{name}", seeds, [decoding_seed_path(params, lm, name, s) for s in seeds])
+    _report_seed_stats(tracker, params, spec, f"decoding_{name}", seeds,
+                       [decoding_seed_path(params, lm, name, s) for s in seeds])
     return record
 
 
@@ -361,7 +349,8 @@ def decoding_seeds(params: CaptioningParams, lm: str, name: str) -> list[int]:
     return [params.noise_seeds[0]]
 
 
-def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
+def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = None,
+                tracker: StudyTracker = NO_TRACKING) -> dict[str, Any]:
     """Mean and sample std over the seeds (``seeds_for``) of every test metric of ``lm``'s baseline.
 
     Returns:
@@ -369,14 +358,15 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
         to ``noise_floor/<lm>.json``).
     """
     compute = or_default(compute)
-    records = [execute_run(params, spec, compute=compute) for spec in lm_specs(params, lm)]
+    records = [execute_run(params, spec, compute=compute, tracker=tracker) for spec in lm_specs(params, lm)]
     metrics = seed_stats(records)
     result = {"lm": lm, "seeds": params.seeds_for(lm), "stages": list(params.train[lm].stages),
               "pretrained": bool(params.models[lm].pretrained_dir), "metrics": metrics,
               "primary": records[0]["test"].get("primary")}
     write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
-    # The noise floor on the seed group's parent: test/<metric>_mean, test/<metric>_std.
-    _log_group_stats(params, lm_specs(params, lm)[0], "baseline", params.seeds_for(lm), metrics)
+    # The noise floor on the seed group: test/<metric>_mean, test/<metric>_std.
+    if len(params.seeds_for(lm)) > 1:
+        tracker.seed_stats(params, lm_specs(params, lm)[0], "baseline", params.seeds_for(lm), metrics)
     return result
 
 
@@ -396,49 +386,30 @@ def evaluate_baseline(params: CaptioningParams) -> dict[str, Any]:
     return record
 
 
-def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None = None) -> dict[str, Any]:
+def run_lr_search(params: CaptioningParams, lm: str, *, compute: Compute | None = None,
+                  tracker: StudyTracker = NO_TRACKING) -> dict[str, Any]:
     """LR search for ``lm`` in ``out_dir/lr_search/<lm>`` (resumable, reused when finished);
-    every trial trains on ``compute.device``. When tracked, a search that runs is one MLflow
-    run (``captioning/<lm>/lr_search``, the chosen LRs) with one child run per trial (its LRs
-    and ``val/loss``); a finished search opens no run."""
+    every trial trains on ``compute.device``. A search that runs is reported to ``tracker``
+    (its chosen LRs and trials); a finished search is not."""
 
     params.check_lm(lm)
     if lm not in (params.lr_search_lms or []):
         raise ValueError(f"lr search: {lm} is not one of captioning.lr_search_lms {params.lr_search_lms}")
     out = Path(params.out_dir) / "lr_search" / lm
-    track = params.track and not (out / "best.json").is_file()
-    from clapcap import tracking
-
-    with tracking.tracked("captioning-lr-search", experiment="clapcap-captioning", enabled=track,
-                          name=tracking.run_name("captioning", lm, "lr_search"),
-                          params={"lr_search": dataclasses.asdict(params.lr_search), "lm": lm},
-                          dataset_dir=params.dataset_dir, dump=params.dump):
-        best = search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
-                                     params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
-                                     out_dir=out, progress=params.progress,
-                                     lm_cache_dir=Path(params.out_dir) / "lm_warmup",
-                                     study_path=Path(params.out_dir) / "optuna" / f"{lm}.db", compute=or_default(compute))
-        if track:
-            _log_trials(params, lm, best)
-    return best
+    if not (out / "best.json").is_file():
+        with tracker.lr_search(params, lm):
+            best = _search(params, lm, out, compute)
+            tracker.lr_trials(params, lm, best)
+        return best
+    return _search(params, lm, out, compute)
 
 
-def _log_trials(params: CaptioningParams, lm: str, best: dict[str, Any]) -> None:
-    """The search's chosen LRs (params) and its best trials' ``val/loss_stage1|2`` on its run, so
-    that searches compare in the runs table, and each trial as a child run."""
-    from clapcap import tracking
-
-    tracking.log_params({k: best[k] for k in ("stage1_lr_projection", "stage2_lr_projection", "stage2_lr_lm")})
-    tracking.log_metrics({f"loss_{stage}": min(t["val_loss"] for t in best[f"{stage}_trials"])
-                          for stage in ("stage1", "stage2")}, scope="val")
-    for stage in ("stage1", "stage2"):
-        for i, trial in enumerate(best[f"{stage}_trials"]):
-            lrs = {k: v for k, v in trial.items() if k != "val_loss"}
-            with tracking.tracked("captioning-lr-trial", experiment="clapcap-captioning", params={**lrs, "stage": stage},
-                                  name=tracking.run_name("captioning", lm, f"lr_search/{stage}/trial{i}"),
-                                  dataset_dir=params.dataset_dir):
-                tracking.log_metrics({f"loss_{stage}": trial["val_loss"]}, scope="val")
-
+def _search(params: CaptioningParams, lm: str, out: Path, compute: Compute | None) -> dict[str, Any]:
+    return search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=params.embedding_key),
+                                 params.lr_search, dump=params.dump, dataset_dir=params.dataset_dir,
+                                 out_dir=out, progress=params.progress,
+                                 lm_cache_dir=Path(params.out_dir) / "lm_warmup",
+                                 study_path=Path(params.out_dir) / "optuna" / f"{lm}.db", compute=or_default(compute))
 
 
 def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
@@ -460,7 +431,8 @@ def decoding_jobs(params: CaptioningParams, lms: list[str], name: str | None,
 
 
 def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | None = None, name: str | None = None,
-                 seed: int | None = None, compute: Compute | None = None) -> list[dict[str, Any]]:
+                 seed: int | None = None, compute: Compute | None = None,
+                 tracker: StudyTracker = NO_TRACKING) -> list[dict[str, Any]]:
     """Run the configurations of one ablation, optionally narrowed to one.
 
     ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
@@ -481,7 +453,7 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | N
         jobs = decoding_jobs(params, lms, name, seed)
         if name is None:  # a whole seed's configs: what is no longer asked for goes
             prune_decoding_records(params, jobs)
-        return [evaluate_decoding(params, m, n, s, compute=compute) for m, n, s in jobs]
+        return [evaluate_decoding(params, m, n, s, compute=compute, tracker=tracker) for m, n, s in jobs]
     if kind == "lm":
         specs = [s for m in lms for s in lm_specs(params, m) if seed is None or s.seed == seed]
     elif kind == "arch":
@@ -502,4 +474,4 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | N
             [params.music.dataset_dir], [p for s in specs for p in (out / "runs" / s.name, out / "results" / f"{s.name}.json")],
             stage=f"caption_encoder_music@{seed}"):
         return []
-    return [execute_run(params, s, compute=compute) for s in specs]
+    return [execute_run(params, s, compute=compute, tracker=tracker) for s in specs]

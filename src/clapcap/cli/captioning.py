@@ -29,8 +29,11 @@ def _params(args: argparse.Namespace) -> Any:
 
 def _train(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import run_ablation
+    from clapcap.tracked.captioning import study_tracker
 
-    records = run_ablation(_params(args), "lm", lm=args.lm, seed=args.seed, compute=compute_of(args))
+    params = _params(args)
+    records = run_ablation(params, "lm", lm=args.lm, seed=args.seed, compute=compute_of(args),
+                           tracker=study_tracker(params))
     for rec in records:
         logger.info("%s: test %s", rec["spec"]["name"], rec["test"]["corpus"])
     return 0
@@ -38,8 +41,10 @@ def _train(args: argparse.Namespace) -> int:
 
 def _lr_search(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import run_lr_search
+    from clapcap.tracked.captioning import study_tracker
 
-    best = run_lr_search(_params(args), args.lm, compute=compute_of(args))
+    params = _params(args)
+    best = run_lr_search(params, args.lm, compute=compute_of(args), tracker=study_tracker(params))
     logger.info("chosen LRs: stage 1 %.2e, stage 2 projection %.2e LM %.2e (plot %s)",
                 best["stage1_lr_projection"], best["stage2_lr_projection"], best["stage2_lr_lm"], best["plot"])
     return 0
@@ -80,19 +85,22 @@ def _caption(args: argparse.Namespace) -> int:
 
 def _ablate(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import run_ablation
+    from clapcap.tracked.captioning import study_tracker
 
-    records = run_ablation(_params(args), args.kind, lm=args.lm, name=args.name, seed=args.seed,
-                           compute=compute_of(args))
+    params = _params(args)
+    records = run_ablation(params, args.kind, lm=args.lm, name=args.name, seed=args.seed,
+                           compute=compute_of(args), tracker=study_tracker(params))
     logger.info("%d %s configuration(s) done", len(records), args.kind)
     return 0
 
 
 def _noise_floor(args: argparse.Namespace) -> int:
     from clapcap.captioning.study import noise_floor
+    from clapcap.tracked.captioning import study_tracker
 
     params, compute = _params(args), compute_of(args)
     for lm in [args.lm] if args.lm else params.lms:
-        floor = noise_floor(params, lm, compute=compute)
+        floor = noise_floor(params, lm, compute=compute, tracker=study_tracker(params))
         logger.info("%s noise floor: %s", lm, {m: (round(v["mean"], 4), round(v["std"], 4))
                                                for m, v in floor["metrics"].items()})
     return 0
@@ -116,7 +124,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    from clapcap.captioning.registry import register_champion
+    from clapcap.tracked.captioning import register_champion
 
     result = register_champion(_params(args))
     logger.info("champion %s -> %s@%s v%d", result["name"], result["registered_model"], result["alias"],

@@ -29,28 +29,29 @@ from clapcap.captioning.study import (
     run_lr_search,
 )
 from clapcap.compute import Compute, load_compute
+from clapcap.tracked.captioning import study_tracker
 
 logger = logging.getLogger(__name__)
 
 
 @task(name="captioning-lr-search", cache_policy=NO_CACHE)
 def lr_search_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[str, Any]:
-    return run_lr_search(params, lm, compute=compute)
+    return run_lr_search(params, lm, compute=compute, tracker=study_tracker(params))
 
 
 @task(name="captioning-run", cache_policy=NO_CACHE)
 def run_task(params: CaptioningParams, spec: RunSpec, compute: Compute) -> dict[str, Any]:
-    return execute_run(params, spec, compute=compute)
+    return execute_run(params, spec, compute=compute, tracker=study_tracker(params))
 
 
 @task(name="captioning-decoding", cache_policy=NO_CACHE)
 def decoding_task(params: CaptioningParams, lm: str, name: str, seed: int, compute: Compute) -> dict[str, Any]:
-    return evaluate_decoding(params, lm, name, seed, compute=compute)
+    return evaluate_decoding(params, lm, name, seed, compute=compute, tracker=study_tracker(params))
 
 
 @task(name="captioning-noise-floor", cache_policy=NO_CACHE)
 def noise_floor_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[str, Any]:
-    return noise_floor(params, lm, compute=compute)
+    return noise_floor(params, lm, compute=compute, tracker=study_tracker(params))
 
 
 @task(name="captioning-baseline", cache_policy=NO_CACHE)
@@ -75,8 +76,8 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
         ``{"runs": [names], "skipped": [names], "decoding": [names], "summary": path,
         "champion": {...} | None}``.
     """
-    from clapcap.captioning.registry import register_champion
     from clapcap.reporting.captioning_tables import write_summary
+    from clapcap.tracked.captioning import register_champion
 
     compute = compute or load_compute()
     opts = {"retries": retries, "retry_delay_seconds": 5}

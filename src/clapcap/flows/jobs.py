@@ -77,6 +77,7 @@ def captioning_config(config: str, params_file: str = "params.yaml") -> dict[str
         ValueError: when ``config`` is not a configuration of the study (names the known ones).
     """
     from clapcap.captioning.study import all_specs, execute_run
+    from clapcap.tracked.captioning import study_tracker
 
     params = load_project_section(CaptioningParams, "captioning", params_file)
     specs = {s.name: s for s in all_specs(params)}
@@ -85,7 +86,7 @@ def captioning_config(config: str, params_file: str = "params.yaml") -> dict[str
                          f"have {sorted(specs)}")
     compute = load_compute(params_path(params_file))
     with project_tracking(params_file), concurrency_slot(GPU_LIMIT):
-        execute_run(params, specs[config], compute=compute)
+        execute_run(params, specs[config], compute=compute, tracker=study_tracker(params))
     return {"config": config, "result": str(_result_path(params, config))}
 
 
@@ -144,6 +145,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
             deployment to complete only those).
     """
     from clapcap.captioning import study
+    from clapcap.tracked.captioning import study_tracker
 
     path = str(params_path(params_file))
     params = load_project_section(CaptioningParams, "captioning", path)
@@ -156,7 +158,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
         if lr_search and params.use_lr_search:
             for lm in params.lr_search_lms or []:
                 with concurrency_slot(GPU_LIMIT):
-                    study.run_lr_search(params, lm)
+                    study.run_lr_search(params, lm, tracker=study_tracker(params))
         names = [s.name for s in study.all_specs(params)]
         skipped = [n for n in names if _result_path(params, n).is_file()]
         missing = [n for n in names if n not in skipped]
@@ -175,16 +177,17 @@ def _finish_sweep(params: CaptioningParams, register_best: bool, compute: Comput
     """Baseline, decoding ablation, noise floors, summary tables and champion (after every run)."""
     from clapcap.captioning import study
     from clapcap.reporting.captioning_tables import write_summary
+    from clapcap.tracked.captioning import study_tracker
 
     study.evaluate_baseline(params)
     for lm, name, seed in study.decoding_jobs(params, [params.lms[0]], None, None):
         with concurrency_slot(GPU_LIMIT):
-            study.evaluate_decoding(params, lm, name, seed, compute=compute)
+            study.evaluate_decoding(params, lm, name, seed, compute=compute, tracker=study_tracker(params))
     for lm in params.lms:
-        study.noise_floor(params, lm, compute=compute)
+        study.noise_floor(params, lm, compute=compute, tracker=study_tracker(params))
     summary = write_summary(params.out_dir, decoding_seed=params.noise_seeds[0])
     if register_best:
-        from clapcap.captioning.registry import register_champion
+        from clapcap.tracked.captioning import register_champion
 
         register_champion(params)
     return str(summary["md"])

@@ -10,7 +10,7 @@ import :mod:`clapcap.tracking`.
 - :mod:`.paraphrase`: ``run_paraphrase``;
 - :mod:`.report`: ``build_report``;
 - :mod:`.robust`: ``run_robust_train``, ``run_robust_benchmark`` (and the registration);
-- :mod:`.clap`: ``run_default_clap`` (tiny or MiniLM), ``run_tracked_training``, the registration.
-
-Still inside the library (to move here): the captioning study's and registry's runs.
+- :mod:`.clap`: ``run_default_clap`` (tiny or MiniLM), ``run_tracked_training``, the registration;
+- :mod:`.captioning`: ``MLflowTracker`` (the captioning study's hooks), ``study_tracker``,
+  ``register_champion``, ``load_champion``.
 """

@@ -1,0 +1,174 @@
+"""The captioning study at the tracked edge.
+
+- :class:`MLflowTracker`: the study's hooks (:class:`clapcap.captioning.study.StudyTracker`)
+  as MLflow runs of ``clapcap-captioning``: one run per configuration and seed, nested under
+  its seed group (which gets ``test/<metric>_mean``/``_std``), per-epoch losses, val and test
+  scores; an LR search as one run with a child run per trial.
+- :func:`study_tracker`: that tracker when ``captioning.track`` is on, else none.
+- :func:`register_champion`: the champion's selection, logged as a pyfunc model and
+  registered on evidence; :func:`load_champion`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clapcap import tracking
+from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.data import dump_encoder_config
+from clapcap.captioning.model import frozen_lm_dir, load_captioner
+from clapcap.captioning.registry import (
+    BUILD_HINT,
+    REGISTRATION_FILE,
+    candidates,
+    caption_item_scores,
+    example_audio,
+    select_champion,
+)
+from clapcap.captioning.study import NO_TRACKING, RunSpec, StudyTracker
+from clapcap.captioning.train import EpochHook
+from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_with_champion
+from clapcap.tracking.promotion import register_on_evidence
+from clapcap.utils.io import write_json
+
+logger = logging.getLogger(__name__)
+EXPERIMENT = "clapcap-captioning"
+
+
+class MLflowTracker(StudyTracker):
+    """The study's hooks as MLflow runs (the module doc)."""
+
+    def _group(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int]) -> str | None:
+        """The parent run id of ``config``'s seed group (None for a single seed)."""
+        if len(seeds) < 2:
+            return None
+        return tracking.group_run(EXPERIMENT, tracking.run_name("captioning", spec.lm, config),
+                                  stage="captioning-seeds", params={"lm": spec.lm, "configuration": config,
+                                                                    "seeds": seeds},
+                                  dataset_dir=params.dataset_dir)
+
+    def run(self, params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
+            seeds: list[int]) -> contextlib.AbstractContextManager[Any]:
+        return tracking.tracked("captioning-run", experiment=EXPERIMENT,
+                                name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
+                                dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
+                                parent=self._group(params, spec, config, seeds), tags={"clapcap.config": spec.name})
+
+    def epoch_hook(self) -> EpochHook | None:
+        def log_epoch(stage: int, epoch: int, losses: dict[str, float]) -> None:
+            tracking.log_metrics({f"loss_stage{stage}": losses["train_loss"]}, scope="train", step=epoch)
+            tracking.log_metrics({f"loss_stage{stage}": losses["val_loss"]}, scope="val", step=epoch)
+
+        return log_epoch
+
+    def scores(self, record: dict[str, Any]) -> None:
+        tracking.log_metrics(record["test"]["corpus"], scope="test")
+        tracking.log_metrics(record["val"]["corpus"], scope="val")
+        for stage, result in record.get("stages", {}).items():
+            tracking.log_metrics({f"best_loss_stage{stage}": result["best_val_loss"]}, scope="val")
+
+    def seed_stats(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
+                   metrics: dict[str, Any]) -> None:
+        group = self._group(params, spec, config, seeds)
+        if group is None:
+            return
+        with tracking.resumed(group, experiment=EXPERIMENT):
+            for stat in ("mean", "std"):
+                tracking.log_metrics({m: v[stat] for m, v in metrics.items()}, scope="test", stat=stat)
+
+    def lr_search(self, params: CaptioningParams, lm: str) -> contextlib.AbstractContextManager[Any]:
+        return tracking.tracked("captioning-lr-search", experiment=EXPERIMENT,
+                                name=tracking.run_name("captioning", lm, "lr_search"),
+                                params={"lr_search": dataclasses.asdict(params.lr_search), "lm": lm},
+                                dataset_dir=params.dataset_dir, dump=params.dump)
+
+    def lr_trials(self, params: CaptioningParams, lm: str, best: dict[str, Any]) -> None:
+        """The chosen LRs (params) and the best trials' ``val/loss_stage1|2`` on the search's run,
+        so that searches compare in the runs table, and each trial as a child run."""
+        tracking.log_params({k: best[k] for k in ("stage1_lr_projection", "stage2_lr_projection", "stage2_lr_lm")})
+        tracking.log_metrics({f"loss_{stage}": min(t["val_loss"] for t in best[f"{stage}_trials"])
+                              for stage in ("stage1", "stage2")}, scope="val")
+        for stage in ("stage1", "stage2"):
+            for i, trial in enumerate(best[f"{stage}_trials"]):
+                lrs = {k: v for k, v in trial.items() if k != "val_loss"}
+                with tracking.tracked("captioning-lr-trial", experiment=EXPERIMENT, params={**lrs, "stage": stage},
+                                      name=tracking.run_name("captioning", lm, f"lr_search/{stage}/trial{i}"),
+                                      dataset_dir=params.dataset_dir):
+                    tracking.log_metrics({f"loss_{stage}": trial["val_loss"]}, scope="val")
+
+
+def study_tracker(params: CaptioningParams) -> StudyTracker:
+    """:class:`MLflowTracker` when ``params.track``, else the study's no-op tracker."""
+    return MLflowTracker() if params.track else NO_TRACKING
+
+
+def register_champion(params: CaptioningParams) -> dict[str, Any]:
+    """Select, log and register the champion; writes ``champion.json`` (the selection) and
+    ``registration.json`` (the registry's answer).
+
+    Returns:
+        ``{"name", "metric", "value", "checkpoint", "model_uri", "version", "alias", "decision", ...}``;
+        ``alias`` is ``champion`` or ``challenger``, ``decision`` the promotion decision
+        (reason, difference, one-sided p-value, the compared champion version).
+    """
+    out = Path(params.out_dir)
+    best, metric = select_champion(candidates(out))
+    decoding_path = write_json(out / "champion_decoding.json", best["decoding"])
+    artifacts = {"captioner": str(best["checkpoint"]), "decoding": str(decoding_path)}
+    lm_dir = frozen_lm_dir(best["checkpoint"])
+    if lm_dir is not None:  # the checkpoint holds the projection only: the LM travels beside it
+        artifacts["lm"] = lm_dir
+    dump = best.get("dump") or params.dump
+    encoder = dump_encoder_config(dump)
+    if encoder is not None:
+        artifacts["encoder_config"] = str(write_json(out / "champion_encoder.json", encoder))
+        if encoder.get("checkpoint") and Path(encoder["checkpoint"]).exists():
+            artifacts["encoder"] = str(encoder["checkpoint"])
+        example = example_audio(params.dataset_dir)
+    else:
+        logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
+        in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
+        example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
+    with tracking.tracked("captioning-register", experiment="clapcap-captioning",
+                          name=tracking.run_name("captioning", "register", best["name"]),
+                          params={"candidate": best["name"], "metric": metric}, dataset_dir=params.dataset_dir,
+                          dump=dump):
+        tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
+        uri = tracking.log_loader_pyfunc_model(
+            "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
+        scores = caption_item_scores(best["test_predictions"], params.dataset_dir, metric)
+        tracking.log_dict(scores, ITEM_SCORES_FILE)
+        decision = register_on_evidence(
+            uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
+            compare=compare_with_champion)
+    selection = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
+                 "checkpoint": best["checkpoint"], "registered_model": params.registered_model,
+                 "decoding": best["decoding"], "dump": best.get("dump"), "embedding_key": best.get("embedding_key"),
+                 "input": "audio" if encoder is not None else "embeddings", "encoder": encoder}
+    registration = {"registered_model": params.registered_model, "model_uri": uri, "version": decision["version"],
+                    "alias": decision["alias"], "decision": {k: decision[k] for k in (
+                        "decision", "reason", "difference", "p_value", "compared_to")}}
+    # champion.json (a DVC output) holds only what the build decides, so that it is byte-stable;
+    # what the registry did depends on its history (version numbers, ids): registration.json,
+    # beside it, is not versioned by DVC (the MLflow store is that record).
+    write_json(out / "champion.json", selection)
+    write_json(out / REGISTRATION_FILE, registration)
+    result = {**selection, **registration}
+    logger.info("best candidate %s (%s %.4f) registered as %s v%d @%s (%s)", best["name"], metric,
+                result["value"], params.registered_model, decision["version"], decision["alias"], decision["reason"])
+    return result
+
+
+def load_champion(name: str = "captioner", alias: str = "champion") -> Any:
+    """Load the registered champion as a pyfunc model (``predict(audio paths) -> captions``).
+
+    Raises:
+        RegistryError: when no ``name@alias`` is registered (saying how to build one).
+    """
+    return tracking.load_pyfunc_model(f"models:/{name}@{alias}", build_hint=BUILD_HINT)
