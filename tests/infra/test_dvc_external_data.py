@@ -36,7 +36,7 @@ def _stage(name: str) -> dict:
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][name]
     script = stage["cmd"].split()[1]
     stage["cmd"] = f"python {ROOT / script}"
-    stage["deps"] = [d for d in stage.get("deps", []) if not d.startswith(("src/", "pipelines/"))]
+    stage["deps"] = [d for d in stage.get("deps", []) if not d.startswith(("src/", "pipelines/", "build/code/"))]
     return stage
 
 
