@@ -34,7 +34,15 @@ from pathlib import Path
 
 from clapcap.code_deps import FINGERPRINT_DIR, recorded_fingerprint
 from clapcap.errors import InputError
-from clapcap.repro import DEFAULT_TIMES, STAGE_ENV, load_graph, read_times, run_parallel, venv_path
+from clapcap.repro import (
+    DEFAULT_TIMES,
+    STAGE_ENV,
+    dvc_status,
+    load_graph,
+    read_times,
+    run_parallel,
+    venv_path,
+)
 
 DEFAULT_SECONDS = 60.0  # a stage with no recorded time
 
@@ -109,22 +117,19 @@ def choose_canary(files: dict[str, set[str]], seconds: dict[str, float]) -> list
     return chosen
 
 
-def lock_outputs(root: Path) -> dict[str, dict[str, str]]:
-    """Stage -> output path -> its hash, as ``dvc.lock`` records them."""
+def _lock_stages(root: Path) -> dict[str, dict]:
+    """``dvc.lock``'s entries by stage (empty without a lockfile)."""
     import yaml
 
     path = root / "dvc.lock"
     data = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    return (data or {}).get("stages", {})
+
+
+def lock_outputs(root: Path) -> dict[str, dict[str, str]]:
+    """Stage -> output path -> its hash, as ``dvc.lock`` records them."""
     return {name: {o["path"]: o.get("md5") or o.get("etag") or "" for o in entry.get("outs", [])}
-            for name, entry in (data or {}).get("stages", {}).items()}
-
-
-def _dvc_status(root: Path, dvc: Sequence[str]) -> dict[str, list]:
-    out = subprocess.run([*dvc, "status", "--json"], cwd=root, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"dvc status failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
-    text = out.stdout.strip()
-    return json.loads(text[text.index("{"):]) if "{" in text else {}
+            for name, entry in _lock_stages(root).items()}
 
 
 def _read_fingerprints(root: Path) -> dict[str, dict]:
@@ -140,13 +145,9 @@ def _read_fingerprints(root: Path) -> dict[str, dict]:
 def locked_fingerprints(root: Path) -> dict[str, dict | None]:
     """Stage -> the code fingerprint its ``dvc.lock`` entry was recorded with (None when that
     version was not kept: then every file of the stage counts as changed)."""
-    import yaml
-
-    path = root / "dvc.lock"
-    data = yaml.safe_load(path.read_text()) if path.is_file() else {}
     prefix = FINGERPRINT_DIR.rstrip("/") + "/"
     out: dict[str, dict | None] = {}
-    for name, entry in (data or {}).get("stages", {}).items():
+    for name, entry in _lock_stages(root).items():
         for dep in entry.get("deps", []):
             if str(dep.get("path", "")).startswith(prefix) and dep.get("md5"):
                 out[name] = recorded_fingerprint(root, dep["md5"])
@@ -169,7 +170,7 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, say=say, env=STAGE_ENV)
     if not first.ok:
         return RefactorResult(failed=first.failed)
-    code, other = classify(_dvc_status(root, dvc))
+    code, other = classify(dvc_status(root, dvc))
     if other:
         listed = "\n".join(f"  {s}: {why}" for s, why in sorted(other.items()))
         raise NotACodeChange(f"not only code changed, so this needs a rebuild (make repro), not a commit:\n{listed}")

@@ -96,14 +96,18 @@ def load_graph(root: str | Path = ".") -> StageGraph:
     return StageGraph(order, upstream, always, outputs)
 
 
-def changed_stages(root: str | Path = ".", dvc: Sequence[str] = ("dvc",)) -> set[str]:
-    """Stages that ``dvc status`` reports as changed (their deps, params, outs or command)."""
+def dvc_status(root: str | Path = ".", dvc: Sequence[str] = ("dvc",)) -> dict[str, list]:
+    """``dvc status --json``: stage address -> what changed (empty when all is up to date)."""
     out = subprocess.run([*dvc, "status", "--json"], cwd=root, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"dvc status failed (exit {out.returncode}): {out.stderr.strip()[-2000:]}")
     text = out.stdout.strip()
-    status = json.loads(text[text.index("{"):]) if "{" in text else {}
-    return {name.split(":")[-1] for name in status}
+    return json.loads(text[text.index("{"):]) if "{" in text else {}
+
+
+def changed_stages(root: str | Path = ".", dvc: Sequence[str] = ("dvc",)) -> set[str]:
+    """Stages that ``dvc status`` reports as changed (their deps, params, outs or command)."""
+    return {name.split(":")[-1] for name in dvc_status(root, dvc)}
 
 
 def priorities(graph: StageGraph, work: set[str], seconds: dict[str, float]) -> dict[str, float]:

@@ -37,7 +37,8 @@ def test_train_save_load_and_skip(tiny_corpus, tmp_path):
     assert again.skipped and again.history == res.history
 
 
-def test_resume_after_crash(tiny_corpus, tmp_path):
+def _crash_after_the_first_epoch():
+    """An ``on_epoch_end`` hook that records each epoch and interrupts training after the first."""
     calls = []
 
     def crash_after_first(epoch, _row):
@@ -45,6 +46,11 @@ def test_resume_after_crash(tiny_corpus, tmp_path):
         if epoch == 1:
             raise KeyboardInterrupt("simulated crash")
 
+    return calls, crash_after_first
+
+
+def test_resume_after_crash(tiny_corpus, tmp_path):
+    calls, crash_after_first = _crash_after_the_first_epoch()
     with pytest.raises(KeyboardInterrupt):
         train_clap(_params(tmp_path, tiny_corpus), progress=False, on_epoch_end=crash_after_first)
     assert (tmp_path / "clap" / "checkpoints" / "last.pt").is_file()
@@ -64,13 +70,7 @@ def test_a_checkpoint_of_an_older_build_resumes_without_its_timings(tiny_corpus,
 
     import torch
 
-    calls = []
-
-    def crash_after_first(epoch, _row):
-        calls.append(epoch)
-        if epoch == 1:
-            raise KeyboardInterrupt("simulated crash")
-
+    calls, crash_after_first = _crash_after_the_first_epoch()
     with pytest.raises(KeyboardInterrupt):
         train_clap(_params(tmp_path, tiny_corpus), progress=False, on_epoch_end=crash_after_first)
     last = tmp_path / "clap" / "checkpoints" / "last.pt"
