@@ -17,8 +17,9 @@ import time
 import numpy as np
 import torch
 
-from clapcap.captioning.generation import DecodingConfig, generate_captions
-from clapcap.captioning.model import CaptionerConfig, create_captioner
+from clapcap.captioning.config import CaptionerConfig, DecodingConfig
+from clapcap.captioning.generation import generate_captions
+from clapcap.captioning.model import create_captioner
 from clapcap.captioning.tokenizer import build_tokenizer
 
 WORDS = "a loud soft high low beep hum siren bell drum melody plays sounds twice once repeatedly quiet".split()

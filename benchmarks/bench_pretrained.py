@@ -1,7 +1,7 @@
 """Pretrained encoders (src/clapcap/pretrained): speed on one thread, and whether the embeddings
 carry information, as nearest-neighbour agreement against chance.
 
-1. Seconds per clip: :func:`clapcap.encoders.pretrained_dump.embed_pretrained` on the music clips
+1. Seconds per clip: :func:`clapcap.encoders.embed.embed_dataset` on the music clips
    (``source synthetic_music``) of the ``test`` split, wall time / clips (audio decoding and
    resampling included), at ``--threads`` torch threads.
 2. Nearest neighbour (cosine, leave-one-out; raw and after subtracting the set's mean
@@ -29,9 +29,9 @@ from clapcap.data.dump import load_dump
 from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import load_dataset
 from clapcap.data.real import ovos_animals_root
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
-from clapcap.encoders.pretrained_dump import embed_pretrained, pretrained_dump_path
-from clapcap.encoders.pretrained_factory import create_pretrained_encoder
+from clapcap.encoders.base import PretrainedEncoderConfig
+from clapcap.encoders.embed import dump_path, embed_dataset
+from clapcap.encoders.factory import create_encoder
 
 CONFIGS = {
     "aisfx": PretrainedEncoderConfig(name="aisfx", backend="aisfx"),
@@ -80,12 +80,12 @@ def _ovos_halves(sr: int) -> tuple[list[np.ndarray], list[str]]:
 
 
 def bench_one(cfg: PretrainedEncoderConfig, dataset: str, out_dir: Path) -> dict:
-    encoder = create_pretrained_encoder(cfg)
-    paths = {s: pretrained_dump_path(out_dir, cfg.name, "corpus", s, "synthetic_music") for s in ("test", "val")}
+    encoder = create_encoder(cfg)
+    paths = {s: dump_path(out_dir, cfg.name, "corpus", s, source="synthetic_music") for s in ("test", "val")}
     start = time.perf_counter()
-    embed_pretrained(cfg, dataset, "test", paths["test"], source="synthetic_music", encoder=encoder, progress=False)
+    embed_dataset(cfg, dataset, "test", paths["test"], source="synthetic_music", encoder=encoder, progress=False)
     seconds = time.perf_counter() - start
-    embed_pretrained(cfg, dataset, "val", paths["val"], source="synthetic_music", encoder=encoder, progress=False)
+    embed_dataset(cfg, dataset, "val", paths["val"], source="synthetic_music", encoder=encoder, progress=False)
     dumps = [load_dump(paths[s]) for s in ("test", "val")]
     n_test = dumps[0].n_clips
     ds = load_dataset(dataset)

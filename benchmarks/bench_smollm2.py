@@ -19,7 +19,8 @@ import time
 import numpy as np
 import torch
 
-from clapcap.captioning.model import CaptionerConfig, create_captioner
+from clapcap.captioning.config import CaptionerConfig
+from clapcap.captioning.model import create_captioner
 from clapcap.captioning.tokenizer import load_pretrained_tokenizer
 
 WORDS = "a loud soft high-pitched low beep hum siren bell drum melody plays sounds twice once then quiet".split()

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.study import run_ablation
+from clapcap.captioning.experiments.study import run_ablation
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script

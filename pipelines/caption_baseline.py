@@ -3,7 +3,7 @@
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.study import evaluate_baseline
+from clapcap.captioning.experiments.study import evaluate_baseline
 from clapcap.config import load_section
 from clapcap.entry import run_script
 

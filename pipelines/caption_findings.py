@@ -5,7 +5,7 @@ and results/captioning/findings.md."""
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.findings import run_findings
+from clapcap.captioning.experiments.findings import run_findings
 from clapcap.config import load_section
 from clapcap.entry import run_script
 

@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.study import run_lr_search
+from clapcap.captioning.experiments.study import run_lr_search
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script

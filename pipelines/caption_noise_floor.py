@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.study import noise_floor
+from clapcap.captioning.experiments.study import noise_floor
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script

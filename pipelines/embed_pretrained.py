@@ -9,7 +9,8 @@ import sys
 
 from clapcap.compute import load_compute
 from clapcap.config import load_section
-from clapcap.encoders.pretrained_dump import EmbedPretrainedParams, embed_pretrained_splits
+from clapcap.encoders.config import EmbedPretrainedParams
+from clapcap.encoders.embed import embed_pretrained_splits
 from clapcap.entry import run_script
 
 

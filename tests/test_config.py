@@ -109,7 +109,7 @@ SECTION_CLASSES = {
     "compute": "clapcap.compute:ComputeParams",
     "data": "clapcap.data.config:DataParams",
     "embed": "clapcap.encoders.config:EmbedParams",
-    "embed_pretrained": "clapcap.encoders.pretrained_dump:EmbedPretrainedParams",
+    "embed_pretrained": "clapcap.encoders.config:EmbedPretrainedParams",
     "music_subset": "clapcap.data.subset:SubsetParams",
     "reference": "clapcap.reference.config:ReferenceParams",
     "reference_baselines": "clapcap.reference.baselines:BaselineParams",

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
-from clapcap.captioning import findings as fnd
-from clapcap.captioning import study as exp
+from clapcap.captioning.experiments import findings as fnd
+from clapcap.captioning.experiments import study as exp
 from clapcap.config import ConfigError, from_dict, load_section
 from clapcap.reporting.conclusions import load_conclusions
 
@@ -24,8 +24,8 @@ TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_
 
 @pytest.fixture(autouse=True)
 def fake_scorer(monkeypatch):
-    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
-    monkeypatch.setattr("clapcap.captioning.findings.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.experiments.findings.score_captions", fake_score_captions)
 
 
 def make_params(corpus, tmp, **kw):
@@ -51,7 +51,7 @@ def study(tiny_corpus, tmp_path_factory):
 
     torch.set_num_threads(1)
     mp = pytest.MonkeyPatch()
-    mp.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
+    mp.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
     params = make_params(tiny_corpus, tmp_path_factory.mktemp("study"))
     floors = {lm: exp.noise_floor(params, lm) for lm in params.lms}
     arch = exp.run_ablation(params, "arch", lm="gpt2")
@@ -165,7 +165,7 @@ def test_summary_tables(study):
 
 
 def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
-    from clapcap.captioning.registry import candidates, select_champion
+    from clapcap.captioning.experiments.registry import candidates, select_champion
     from clapcap.tracked.captioning import load_champion, register_champion
 
     params = study[0]
@@ -235,7 +235,7 @@ def test_bad_captioning_values_fail_at_load(tmp_path, section, key):
         load_section(CaptioningParams, "captioning", path)
 
 
-# --- findings over training seeds (clapcap.captioning.findings) ---------------------------
+# --- findings over training seeds (clapcap.captioning.experiments.findings) ---------------------------
 
 
 def _with_reference(params, tmp_path):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from clapcap.captioning.generation import DecodingConfig, as_embedding_tensor, generate_captions
-from clapcap.captioning.model import CaptionerConfig, create_captioner
+from clapcap.captioning.config import CaptionerConfig, DecodingConfig
+from clapcap.captioning.generation import as_embedding_tensor, generate_captions
+from clapcap.captioning.model import create_captioner
 from clapcap.captioning.tokenizer import build_tokenizer
 
 CAPTIONS = ["A loud beep. A soft hum.", "Soft clicks play.", "There is a quiet hum."]

@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from clapcap.captioning.model import CaptionerConfig, create_captioner, load_captioner
+from clapcap.captioning.config import CaptionerConfig
+from clapcap.captioning.model import create_captioner, load_captioner
 from clapcap.captioning.projection import PrefixProjection
 from clapcap.captioning.tokenizer import build_tokenizer, encode_captions, load_gpt2_bpe
 
@@ -147,3 +148,20 @@ def test_pretrained_decoder_dir(tmp_path):
     pretrained_tok = build_tokenizer(cfg.tokenizer_kind(), [], pretrained_dir=str(tmp_path))
     model = create_captioner(cfg, pretrained_tok)
     assert model.projection(torch.randn(1, 12)).shape == (1, 4, 32)
+
+
+def test_config_loads_and_checks_without_torch():
+    """The captioning config (params section, architecture, decoding) is torch-free: a config is
+    loaded and checked in a process that never imports torch (a planted torch import fails it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from clapcap.captioning.config import CaptioningParams, CaptionerConfig, DecodingConfig\n"
+            "from clapcap.config import from_dict\n"
+            "from_dict(CaptionerConfig, {'decoder': 't5', 'prefix_length': 4})\n"
+            "try:\n    DecodingConfig(top_p=2.0)\nexcept ValueError as e:\n    print('rejected:', e)\n"
+            "print('torch' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["rejected: invalid decoding config: top_p 2.0 outside (0, 1]", "False"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
-from clapcap.captioning import study as exp
+from clapcap.captioning.experiments import study as exp
 from clapcap.config import ConfigError, from_dict
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
@@ -24,7 +24,7 @@ def music_study(tmp_path_factory):
 
     torch.set_num_threads(1)
     mp = pytest.MonkeyPatch()
-    mp.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
+    mp.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
     tmp = tmp_path_factory.mktemp("music_study")
     corpus = tmp / "corpus"
     prepare_data(DataParams(out_dir=str(corpus), synthetic=SynthConfig(n_clips=30, seed=2, min_duration_s=1.0,
@@ -59,12 +59,12 @@ def test_music_runs_see_only_the_music_clips(music_study):
 
 
 def test_music_rows_in_findings_summary_and_not_in_champion_selection(music_study, monkeypatch):
-    from clapcap.captioning.findings import _music_findings
-    from clapcap.captioning.registry import candidates
+    from clapcap.captioning.experiments.findings import _music_findings
+    from clapcap.captioning.experiments.registry import candidates
     from clapcap.reporting.captioning_tables import build_summary
 
     params, _, music = music_study
-    monkeypatch.setattr("clapcap.captioning.findings.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.experiments.findings.score_captions", fake_score_captions)
     (spec, a, b, paired), = _music_findings(params, "cider_d")
     assert spec.id == "captioning.music.clap.vs_other" and paired
     assert a.values.shape == b.values.shape == (2, len(a.values[0])) and a.seeds == (0, 1)

@@ -11,17 +11,12 @@ import pytest
 import torch
 from caption_fixtures import make_dump, tiny_train
 
-from clapcap.captioning.config import CaptioningParams, TrainConfig
+from clapcap.captioning.config import CaptionerConfig, CaptioningParams, TrainConfig
 from clapcap.captioning.data import CaptionSplit
-from clapcap.captioning.model import (
-    CaptionerConfig,
-    create_captioner,
-    frozen_lm_dir,
-    load_captioner,
-)
-from clapcap.captioning.study import lm_specs, run_configs
+from clapcap.captioning.experiments.study import lm_specs, run_configs
+from clapcap.captioning.experiments.train import train_captioner
+from clapcap.captioning.model import create_captioner, frozen_lm_dir, load_captioner
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
-from clapcap.captioning.train import train_captioner
 
 CAPTIONS = ["A loud high-pitched beep sounds.", "A soft series of clicks plays.",
             "There is a quiet hum.", "A strong bell rings twice."] * 5
@@ -166,7 +161,8 @@ def test_lora_adapter_starts_as_the_identity_and_checkpoints_hold_only_it(llama_
         assert torch.equal(v, back.state_dict()[k]), k
     with torch.no_grad():
         assert not torch.equal(back.loss_on_captions(x, CAPTIONS[:3]), plain.loss_on_captions(x, CAPTIONS[:3]))
-    from clapcap.captioning.generation import DecodingConfig, generate_captions
+    from clapcap.captioning.config import DecodingConfig
+    from clapcap.captioning.generation import generate_captions
 
     for strategy in ("greedy", "beam"):  # PEFT's generate takes the prefix as inputs_embeds
         captions = generate_captions(back, x.numpy(), DecodingConfig(strategy=strategy, max_new_tokens=6))
@@ -226,7 +222,7 @@ def test_per_lm_seeds_stages_and_lr_search():
 
 
 def test_lr_search_refuses_an_lm_outside_lr_search_lms():
-    from clapcap.captioning.study import run_lr_search
+    from clapcap.captioning.experiments.study import run_lr_search
 
     with pytest.raises(ValueError, match="lr_search_lms"):
         run_lr_search(_params(lr_search_lms=["gpt2"], track=False), "smol")

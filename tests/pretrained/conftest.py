@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.base import PretrainedEncoderConfig
 
 
 @pytest.fixture(autouse=True)

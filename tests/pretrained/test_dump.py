@@ -1,4 +1,4 @@
-"""``embed_pretrained``: a dump in the project's format, of one source, skipped when complete,
+"""``embed_dataset`` with a pretrained encoder: a dump in the project's format, of one source, skipped when complete,
 resumed after a crash, with no machine path inside."""
 
 from __future__ import annotations
@@ -7,19 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import clapcap.encoders.pretrained_dump as pdump
+import clapcap.encoders.embed as embed_mod
 from clapcap.data.dump import load_dump
+from clapcap.encoders.base import PretrainedEncoderConfig
+from clapcap.encoders.embed import dump_path, embed_dataset
+from clapcap.encoders.factory import create_encoder
 from clapcap.encoders.partial import partial_dir
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
-from clapcap.encoders.pretrained_dump import embed_pretrained, pretrained_dump_path
-from clapcap.encoders.pretrained_factory import create_pretrained_encoder
 
 CFG = PretrainedEncoderConfig(name="aisfx", backend="aisfx", batch_size=3)
 
 
 @pytest.fixture(scope="module")
 def aisfx():
-    return create_pretrained_encoder(CFG)
+    return create_encoder(CFG)
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +31,9 @@ def music_ids(tiny_corpus):
 
 
 def test_music_dump_readable_and_portable(tiny_corpus, tmp_path, aisfx, music_ids):
-    out = pretrained_dump_path(tmp_path, "aisfx", "tiny", "all", "synthetic_music")
+    out = dump_path(tmp_path, "aisfx", "tiny", "all", source="synthetic_music")
     assert out.name == "all__synthetic_music.npz"
-    embed_pretrained(CFG, tiny_corpus, "all", out, source="synthetic_music", save_frames=True, progress=False,
+    embed_dataset(CFG, tiny_corpus, "all", out, source="synthetic_music", save_frames=True, progress=False,
                      encoder=aisfx)
     dump = load_dump(out)
     assert dump.clip_ids == music_ids
@@ -50,17 +50,17 @@ def test_music_dump_readable_and_portable(tiny_corpus, tmp_path, aisfx, music_id
 
 def test_complete_dump_is_skipped(tiny_corpus, tmp_path, aisfx, monkeypatch):
     out = tmp_path / "d.npz"
-    embed_pretrained(CFG, tiny_corpus, "all", out, source="synthetic_music", max_clips=3, progress=False,
+    embed_dataset(CFG, tiny_corpus, "all", out, source="synthetic_music", max_clips=3, progress=False,
                      encoder=aisfx)
     before = out.read_bytes()
 
     def refuse(*_a, **_k):
         raise AssertionError("a complete dump was recomputed")
 
-    monkeypatch.setattr(pdump, "create_pretrained_encoder", refuse)
-    monkeypatch.setattr(pdump, "embed_audio_rows", refuse)
-    assert embed_pretrained(CFG, tiny_corpus, "all", out, source="synthetic_music", max_clips=3,
-                            progress=False) == out
+    monkeypatch.setattr(embed_mod, "create_encoder", refuse)
+    monkeypatch.setattr(embed_mod, "embed_audio_rows", refuse)
+    assert embed_dataset(CFG, tiny_corpus, "all", out, source="synthetic_music", max_clips=3,
+                         progress=False) == out
     assert out.read_bytes() == before
 
 
@@ -82,13 +82,13 @@ class _CrashAfter:
 
 def test_resume_after_crash_is_byte_identical(tiny_corpus, tmp_path, aisfx):
     clean, resumed = tmp_path / "clean.npz", tmp_path / "resumed.npz"
-    embed_pretrained(CFG, tiny_corpus, "all", clean, source="synthetic_music", progress=False, encoder=aisfx)
+    embed_dataset(CFG, tiny_corpus, "all", clean, source="synthetic_music", progress=False, encoder=aisfx)
     with pytest.raises(KeyboardInterrupt):
-        embed_pretrained(CFG, tiny_corpus, "all", resumed, source="synthetic_music", progress=False,
+        embed_dataset(CFG, tiny_corpus, "all", resumed, source="synthetic_music", progress=False,
                          encoder=_CrashAfter(aisfx, 1))
     assert not resumed.exists() and (partial_dir(resumed) / "audio_000000.npz").is_file()
     counting = _CrashAfter(aisfx, 10**6)
-    embed_pretrained(CFG, tiny_corpus, "all", resumed, source="synthetic_music", progress=False, encoder=counting)
+    embed_dataset(CFG, tiny_corpus, "all", resumed, source="synthetic_music", progress=False, encoder=counting)
     n_batches = -(-len(load_dump(clean).clip_ids) // CFG.batch_size)
     assert 10**6 - counting.n == n_batches - 1  # the first batch was read back
     assert resumed.read_bytes() == clean.read_bytes() and not partial_dir(resumed).exists()
@@ -96,4 +96,4 @@ def test_resume_after_crash_is_byte_identical(tiny_corpus, tmp_path, aisfx):
 
 def test_unknown_source_lists_the_sources(tiny_corpus, tmp_path):
     with pytest.raises(ValueError, match=r"no clip of source 'music'; its sources: \['synthetic', 'synthetic_music'\]"):
-        embed_pretrained(CFG, tiny_corpus, "all", tmp_path / "x.npz", source="music", progress=False)
+        embed_dataset(CFG, tiny_corpus, "all", tmp_path / "x.npz", source="music", progress=False)

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from clapcap.config import ConfigError, from_dict
-from clapcap.encoders.base import AudioEncoder, AudioTextEncoder
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
-from clapcap.encoders.pretrained_factory import create_pretrained_encoder
+from clapcap.encoders.base import AudioEncoder, AudioTextEncoder, PretrainedEncoderConfig
+from clapcap.encoders.factory import create_encoder
 from clapcap.encoders.sfx import BLOCK, aisfx_spectrogram, block_starts
 from clapcap.encoders.whisper import valid_frames
 from clapcap.errors import MissingDependencyError
@@ -17,12 +16,12 @@ from clapcap.errors import MissingDependencyError
 
 @pytest.fixture(scope="module")
 def aisfx_encoder():
-    return create_pretrained_encoder(PretrainedEncoderConfig(batch_size=4))
+    return create_encoder(PretrainedEncoderConfig(batch_size=4))
 
 
 @pytest.fixture(scope="module")
 def crepe_encoder():
-    return create_pretrained_encoder(PretrainedEncoderConfig(name="crepe", backend="torchcrepe", crepe_hop_ms=20.0))
+    return create_encoder(PretrainedEncoderConfig(name="crepe", backend="torchcrepe", crepe_hop_ms=20.0))
 
 
 def _check_common(encoder, tone_clip, dim):
@@ -135,4 +134,4 @@ def test_missing_package_names_make_setup(monkeypatch, backend, module):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
     with pytest.raises(MissingDependencyError, match=r"make setup.*pip install --no-deps"):
-        create_pretrained_encoder(PretrainedEncoderConfig(backend=backend))
+        create_encoder(PretrainedEncoderConfig(backend=backend))

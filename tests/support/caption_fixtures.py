@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clapcap.captioning.config import StageConfig, TrainConfig
-from clapcap.captioning.model import CaptionerConfig
+from clapcap.captioning.config import CaptionerConfig, StageConfig, TrainConfig
 from clapcap.data.dump import EmbeddingDump, save_dump
 from clapcap.data.prepare import load_dataset
 

@@ -2,20 +2,127 @@
 
 :class:`CaptioningParams` holds the study (LMs, ablation grids, encoders, decoding
 configurations); :class:`TrainConfig` one training run; :class:`LRSearchConfig` the LR
-search. The architecture (:class:`~clapcap.captioning.model.CaptionerConfig`) and decoding
-(:class:`~clapcap.captioning.generation.DecodingConfig`) configs sit beside their modules.
-Every class checks its values when built, so a bad value fails at ``load_section``.
+search; :class:`CaptionerConfig` the architecture of one captioner; :class:`DecodingConfig` one
+decoding configuration. Every class checks its values when built, so a bad value fails at
+``load_section``. This module imports no torch: a config loads, and is checked, without it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from clapcap.captioning.generation import DecodingConfig
-from clapcap.captioning.model import CaptionerConfig
 from clapcap.config import from_dict
+
+
+@dataclass
+class CaptionerConfig:
+    """Architecture of one captioner.
+
+    ``in_dim`` is 0 in ``params.yaml``: it is filled from the embedding dump. ``tokenizer``
+    ``auto`` means ``pretrained`` with a ``pretrained_dir``, else ``bpe``. ``hidden``/``layers``/``heads`` size the small decoder and are
+    ignored with a ``pretrained_dir``. ``causal`` is a pretrained decoder-only LM (it needs
+    ``pretrained_dir``). ``lm_dtype`` is the LM's weight dtype (the projection stays float32;
+    its output is cast to the LM's dtype).
+
+    ``lora_rank`` > 0 wraps a pretrained LM in a PEFT LoRA adapter of that rank on
+    ``lora_targets`` (scaled by ``lora_alpha / lora_rank``): stage 2 then trains the adapter
+    and the projection, and the LM's own weights stay frozen. The adapter starts as the
+    identity (PEFT initialises ``lora_B`` to zero), so stage 1 is the plain frozen-LM recipe.
+    """
+
+    decoder: Literal["gpt2", "t5", "causal"] = "gpt2"
+    pretrained_dir: str = ""
+    lm_dtype: Literal["float32", "bfloat16"] = "float32"
+    hidden: int = 96
+    layers: int = 2
+    heads: int = 4
+    prefix_length: int = 8
+    projection_depth: int = 2
+    projection_hidden: int = 0
+    dropout: float = 0.1
+    tokenizer: Literal["auto", "bpe", "unigram", "gpt2-bpe", "pretrained"] = "auto"
+    vocab_size: int = 512
+    max_caption_tokens: int = 40
+    n_positions: int = 128
+    in_dim: int = 0
+    lora_rank: int = 0
+    lora_alpha: float = 16.0
+    lora_targets: list[str] = dataclasses.field(default_factory=lambda: ["q_proj", "v_proj"])
+
+    def __post_init__(self) -> None:
+        if self.lora_rank < 0 or self.lora_alpha <= 0:
+            raise ValueError(f"lora_rank must be >= 0 and lora_alpha > 0, found {self.lora_rank}, {self.lora_alpha}")
+        if self.lora_rank and not self.pretrained_dir:
+            raise ValueError("lora_rank: a LoRA adapter is for a pretrained LM (set pretrained_dir); "
+                             "a decoder trained from scratch fine-tunes all of its weights")
+        if self.lora_rank and not self.lora_targets:
+            raise ValueError("lora_targets: name at least one module of the LM (for example q_proj)")
+
+    def tokenizer_kind(self) -> str:
+        """The concrete tokenizer kind ``auto`` resolves to."""
+        if self.tokenizer != "auto":
+            return self.tokenizer
+        # Small decoders of both kinds use the trained byte-level BPE: on the synthetic corpus
+        # the tokenizers Unigram trainer yields ~230 near-character pieces (2.2x longer sequences).
+        return "pretrained" if self.pretrained_dir else "bpe"
+
+
+@dataclass
+class DecodingConfig:
+    """One decoding configuration.
+
+    ``strategy``: ``greedy``, ``beam`` (``num_beams``, ``length_penalty``) or ``sample``
+    (nucleus sampling with ``top_p`` and ``temperature``, seeded by ``seed``).
+    ``repetition_penalty`` 1.0 and ``no_repeat_ngram_size`` 0 disable those options.
+    """
+
+    strategy: Literal["greedy", "beam", "sample"] = "greedy"
+    num_beams: int = 4
+    length_penalty: float = 1.0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    top_p: float = 0.9
+    temperature: float = 1.0
+    max_new_tokens: int = 40
+    trim_sentences: bool = False
+    trim_words: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raises ValueError naming the first out-of-range option (also when built)."""
+        checks = [
+            (self.strategy in ("greedy", "beam", "sample"), f"strategy {self.strategy!r}"),
+            (self.num_beams >= 1, f"num_beams {self.num_beams} < 1"),
+            (self.repetition_penalty > 0, f"repetition_penalty {self.repetition_penalty} <= 0"),
+            (self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size {self.no_repeat_ngram_size} < 0"),
+            (0.0 < self.top_p <= 1.0, f"top_p {self.top_p} outside (0, 1]"),
+            (self.temperature > 0, f"temperature {self.temperature} <= 0"),
+            (self.max_new_tokens >= 1, f"max_new_tokens {self.max_new_tokens} < 1"),
+            (self.trim_words is None or self.trim_words >= 1, f"trim_words {self.trim_words} < 1"),
+        ]
+        for ok, what in checks:
+            if not ok:
+                raise ValueError(f"invalid decoding config: {what}")
+
+    def generate_kwargs(self) -> dict[str, Any]:
+        """The ``generate`` keyword arguments for this configuration."""
+        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens,
+                              "repetition_penalty": self.repetition_penalty,
+                              "no_repeat_ngram_size": self.no_repeat_ngram_size}
+        if self.strategy == "greedy":
+            kw.update(do_sample=False, num_beams=1)
+        elif self.strategy == "beam":
+            kw.update(do_sample=False, num_beams=self.num_beams, length_penalty=self.length_penalty,
+                      early_stopping=True)
+        else:
+            kw.update(do_sample=True, num_beams=1, top_p=self.top_p, temperature=self.temperature,
+                      top_k=0)
+        return kw
 
 
 @dataclass

@@ -9,71 +9,15 @@ T5 reads it as its encoder input. Every option of :class:`DecodingConfig` maps t
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
+from clapcap.captioning.config import DecodingConfig
 from clapcap.evaluation.text import postprocess
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class DecodingConfig:
-    """One decoding configuration.
-
-    ``strategy``: ``greedy``, ``beam`` (``num_beams``, ``length_penalty``) or ``sample``
-    (nucleus sampling with ``top_p`` and ``temperature``, seeded by ``seed``).
-    ``repetition_penalty`` 1.0 and ``no_repeat_ngram_size`` 0 disable those options.
-    """
-
-    strategy: Literal["greedy", "beam", "sample"] = "greedy"
-    num_beams: int = 4
-    length_penalty: float = 1.0
-    repetition_penalty: float = 1.0
-    no_repeat_ngram_size: int = 0
-    top_p: float = 0.9
-    temperature: float = 1.0
-    max_new_tokens: int = 40
-    trim_sentences: bool = False
-    trim_words: int | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Raises ValueError naming the first out-of-range option (also when built)."""
-        checks = [
-            (self.strategy in ("greedy", "beam", "sample"), f"strategy {self.strategy!r}"),
-            (self.num_beams >= 1, f"num_beams {self.num_beams} < 1"),
-            (self.repetition_penalty > 0, f"repetition_penalty {self.repetition_penalty} <= 0"),
-            (self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size {self.no_repeat_ngram_size} < 0"),
-            (0.0 < self.top_p <= 1.0, f"top_p {self.top_p} outside (0, 1]"),
-            (self.temperature > 0, f"temperature {self.temperature} <= 0"),
-            (self.max_new_tokens >= 1, f"max_new_tokens {self.max_new_tokens} < 1"),
-            (self.trim_words is None or self.trim_words >= 1, f"trim_words {self.trim_words} < 1"),
-        ]
-        for ok, what in checks:
-            if not ok:
-                raise ValueError(f"invalid decoding config: {what}")
-
-    def generate_kwargs(self) -> dict[str, Any]:
-        """The ``generate`` keyword arguments for this configuration."""
-        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens,
-                              "repetition_penalty": self.repetition_penalty,
-                              "no_repeat_ngram_size": self.no_repeat_ngram_size}
-        if self.strategy == "greedy":
-            kw.update(do_sample=False, num_beams=1)
-        elif self.strategy == "beam":
-            kw.update(do_sample=False, num_beams=self.num_beams, length_penalty=self.length_penalty,
-                      early_stopping=True)
-        else:
-            kw.update(do_sample=True, num_beams=1, top_p=self.top_p, temperature=self.temperature,
-                      top_k=0)
-        return kw
 
 
 def as_embedding_tensor(embeds: Any, in_dim: int) -> torch.Tensor:

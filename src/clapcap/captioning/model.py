@@ -1,6 +1,7 @@
-"""The prefix captioner (ClipCap for audio): config dataclass, module, factory and save/load.
+"""The prefix captioner (ClipCap for audio): module, factory and save/load.
 
-``CaptionerConfig`` describes the architecture; :func:`create_captioner` builds it.
+:class:`~clapcap.captioning.config.CaptionerConfig` describes the architecture;
+:func:`create_captioner` builds it.
 A saved captioner is a folder::
 
     captioner.json   the CaptionerConfig (with ``in_dim`` filled in)
@@ -17,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
 
+from clapcap.captioning.config import CaptionerConfig
 from clapcap.captioning.decoders import build_decoder, lm_hidden_size
 from clapcap.captioning.projection import PrefixProjection
 from clapcap.captioning.tokenizer import encode_captions, load_pretrained_tokenizer
@@ -46,59 +47,6 @@ def is_base_lm_key(name: str) -> bool:
     a LoRA adapter (PEFT names the adapter's tensors ``...lora_A.<adapter>.weight`` and
     ``...lora_B.<adapter>.weight``)."""
     return is_lm_key(name) and ".lora_" not in name
-
-
-@dataclass
-class CaptionerConfig:
-    """Architecture of one captioner.
-
-    ``in_dim`` is 0 in ``params.yaml``: it is filled from the embedding dump. ``tokenizer``
-    ``auto`` means ``pretrained`` with a ``pretrained_dir``, else ``bpe``. ``hidden``/``layers``/``heads`` size the small decoder and are
-    ignored with a ``pretrained_dir``. ``causal`` is a pretrained decoder-only LM (it needs
-    ``pretrained_dir``). ``lm_dtype`` is the LM's weight dtype (the projection stays float32;
-    its output is cast to the LM's dtype).
-
-    ``lora_rank`` > 0 wraps a pretrained LM in a PEFT LoRA adapter of that rank on
-    ``lora_targets`` (scaled by ``lora_alpha / lora_rank``): stage 2 then trains the adapter
-    and the projection, and the LM's own weights stay frozen. The adapter starts as the
-    identity (PEFT initialises ``lora_B`` to zero), so stage 1 is the plain frozen-LM recipe.
-    """
-
-    decoder: Literal["gpt2", "t5", "causal"] = "gpt2"
-    pretrained_dir: str = ""
-    lm_dtype: Literal["float32", "bfloat16"] = "float32"
-    hidden: int = 96
-    layers: int = 2
-    heads: int = 4
-    prefix_length: int = 8
-    projection_depth: int = 2
-    projection_hidden: int = 0
-    dropout: float = 0.1
-    tokenizer: Literal["auto", "bpe", "unigram", "gpt2-bpe", "pretrained"] = "auto"
-    vocab_size: int = 512
-    max_caption_tokens: int = 40
-    n_positions: int = 128
-    in_dim: int = 0
-    lora_rank: int = 0
-    lora_alpha: float = 16.0
-    lora_targets: list[str] = dataclasses.field(default_factory=lambda: ["q_proj", "v_proj"])
-
-    def __post_init__(self) -> None:
-        if self.lora_rank < 0 or self.lora_alpha <= 0:
-            raise ValueError(f"lora_rank must be >= 0 and lora_alpha > 0, found {self.lora_rank}, {self.lora_alpha}")
-        if self.lora_rank and not self.pretrained_dir:
-            raise ValueError("lora_rank: a LoRA adapter is for a pretrained LM (set pretrained_dir); "
-                             "a decoder trained from scratch fine-tunes all of its weights")
-        if self.lora_rank and not self.lora_targets:
-            raise ValueError("lora_targets: name at least one module of the LM (for example q_proj)")
-
-    def tokenizer_kind(self) -> str:
-        """The concrete tokenizer kind ``auto`` resolves to."""
-        if self.tokenizer != "auto":
-            return self.tokenizer
-        # Small decoders of both kinds use the trained byte-level BPE: on the synthetic corpus
-        # the tokenizers Unigram trainer yields ~230 near-character pieces (2.2x longer sequences).
-        return "pretrained" if self.pretrained_dir else "bpe"
 
 
 class ClipCapCaptioner(nn.Module):

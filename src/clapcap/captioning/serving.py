@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clapcap.captioning.generation import DecodingConfig, generate_captions
+from clapcap.captioning.config import DecodingConfig
+from clapcap.captioning.generation import generate_captions
 from clapcap.captioning.model import load_captioner
 from clapcap.compute import Compute, or_default, resolve
 from clapcap.config import from_dict

@@ -1,6 +1,7 @@
 """``params.yaml`` sections of the encoder stages, parsed with :func:`clapcap.config.load_section`.
 
 - ``embed``: :class:`EmbedParams` (embedding dumps, one per encoder x dataset x split),
+- ``embed_pretrained``: :class:`EmbedPretrainedParams` (the real pretrained encoders' dumps),
 - ``checkpoint_identity``: :class:`IdentityParams` (laion_clap vs HF conversion check).
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clapcap.encoders.base import EncoderConfig
+from clapcap.encoders.base import EncoderConfig, PretrainedEncoderConfig
 
 
 @dataclass
@@ -46,6 +47,18 @@ class EmbedParams:
     def splits_of(self, encoder: str) -> list[str]:
         """The splits dumped for ``encoder``."""
         return list(self.encoder_splits.get(encoder, self.splits))
+
+
+@dataclass
+class EmbedPretrainedParams:
+    """Section ``embed_pretrained``: each pretrained encoder's dumps of one dataset's splits, at
+    ``<out_dir>/<encoder>/<dataset>/<split>.npz`` (the layout the captioning study reads)."""
+
+    dataset_dir: str = "data/music"
+    dataset: str = "music"
+    out_dir: str = "data/embeddings"
+    splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
+    encoders: dict[str, PretrainedEncoderConfig] = field(default_factory=dict)
 
 
 @dataclass

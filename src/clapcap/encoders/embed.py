@@ -11,11 +11,22 @@ SIGKILL) loses at most the batch in flight; the resumed dump is byte-identical.
 ``paraphrases_v2`` for the RobustCLAP benchmark. Audio-only (frame-level) encoders write a
 dump whose ``text_embeds`` are zeros (``meta.text_tower = false``) plus optional
 ``audio_frames`` / ``audio_frame_mask`` extras.
+
+This is the one dump writer of both encoder configs. A
+:class:`~clapcap.encoders.base.PretrainedEncoderConfig` (aisfx, Whisper, CREPE) can also keep
+only the clips of one manifest ``source`` (the synthetic corpus marks its music clips
+``synthetic_music``; the encoder ablation runs on them); its signature hashes the config
+without the cache location and the weights' content
+(:func:`~clapcap.encoders.factory.weights_digest`), and its config is recorded as
+``meta.pretrained_encoder`` (not ``meta.encoder``, which the captioning registry reads as an
+:class:`~clapcap.encoders.base.EncoderConfig`). ``embed_all`` (stage ``embed``) and
+``embed_pretrained_splits`` (stage ``embed_pretrained``) write every split of one encoder.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,20 +40,37 @@ from clapcap.data.audio import load_audio
 from clapcap.data.dump import DumpError, EmbeddingDump, load_dump, save_dump
 from clapcap.data.manifest import resolve_audio_path
 from clapcap.data.prepare import dataset_fingerprint, load_dataset
-from clapcap.encoders.base import AudioEncoder, EncoderConfig
-from clapcap.encoders.factory import create_encoder
+from clapcap.encoders.base import AudioEncoder, EncoderConfig, PretrainedEncoderConfig
+from clapcap.encoders.config import EmbedPretrainedParams
+from clapcap.encoders.factory import create_encoder, weights_digest
 from clapcap.encoders.laion import prepare_laion_env
 from clapcap.encoders.partial import BatchStore
 from clapcap.utils.io import remove_stale_temps, sha256_json, sha256_tree
+from clapcap.utils.skip import skip_if_inputs_skipped
 
 logger = logging.getLogger(__name__)
 
 
-def _signature(cfg: EncoderConfig, dataset_dir: Path, split: str, column: str, max_clips: int | None) -> str:
+AnyEncoderConfig = EncoderConfig | PretrainedEncoderConfig
+
+
+def dump_signature(cfg: AnyEncoderConfig, dataset_dir: str | Path, split: str, column: str = "captions", *,
+                   source: str | None = None, max_clips: int | None = None, save_frames: bool = False) -> str:
     """Hash of what decides a dump: the encoder config, the content of the dataset and of the
-    checkpoint (never their location or mtimes: two clones build the same bytes)."""
+    weights (never their location or mtimes: two clones build the same bytes), the split, the
+    caption column, the source filter and ``max_clips``.
+
+    Raises:
+        MissingDependencyError: when a pretrained backend's package is missing.
+    """
+    if isinstance(cfg, PretrainedEncoderConfig):
+        return sha256_json([cfg.identity(), weights_digest(cfg), dataset_fingerprint(dataset_dir), split, source,
+                            max_clips, column, save_frames])
     ckpt = sha256_tree(cfg.checkpoint) if cfg.checkpoint else None
-    return sha256_json([cfg.to_dict(), dataset_fingerprint(dataset_dir), ckpt, split, column, max_clips])
+    # The source filter joins the hash only when set, so the dumps written before it existed keep
+    # their signature (a rebuild writes the same bytes).
+    return sha256_json([cfg.to_dict(), dataset_fingerprint(dataset_dir), ckpt, split, column, max_clips]
+                       + ([source] if source is not None else []))
 
 
 def is_complete(out_path: str | Path, signature: str) -> bool:
@@ -60,10 +88,23 @@ def is_complete(out_path: str | Path, signature: str) -> bool:
     return dump.meta.get("signature") == signature
 
 
-def _rows(dataset_dir: Path, split: str, column: str, max_clips: int | None) -> tuple[Any, list[dict]]:
+def select_rows(dataset_dir: str | Path, split: str, column: str = "captions", *, source: str | None = None,
+                max_clips: int | None = None) -> tuple[Any, list[dict]]:
+    """The dataset and the manifest rows of ``split`` (``all`` = every split), keeping only the
+    clips whose ``source`` column equals ``source`` when given, then the first ``max_clips``.
 
+    Raises:
+        ValueError: naming the manifest when no clip is left (with the sources the split has),
+            the caption column is missing, or a clip has no caption in it.
+    """
     ds = load_dataset(dataset_dir)
     df = ds.manifest if split == "all" else ds.split(split)
+    if source is not None:
+        known = sorted(df["source"].astype(str).unique()) if not df.empty else []
+        df = df[df["source"] == source]
+        if df.empty:
+            raise ValueError(f"{dataset_dir}/manifest.csv: split {split!r} has no clip of source {source!r}; "
+                             f"its sources: {known}")
     if df.empty:
         raise ValueError(f"{dataset_dir}: split {split!r} has no clips")
     if column not in df.columns:
@@ -76,12 +117,23 @@ def _rows(dataset_dir: Path, split: str, column: str, max_clips: int | None) -> 
     return ds, rows
 
 
+def _portable(path: Path) -> str:
+    """``path`` as given when relative; an absolute one relative to the working folder when it lies
+    under it, else only its name (no machine path in an output)."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path(os.getcwd())).as_posix()
+    except ValueError:
+        return path.name
+
+
 def embed_audio_rows(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_size: int, progress: bool,
                      frames: bool, store: BatchStore) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The audio embeddings of ``rows`` in batches, each batch kept in ``store`` (a crash or a
     retry recomputes none that finished). With ``frames``, also the padded (N, T_max, D)
     float16 frames and their (N, T_max) mask as ``audio_frames``/``audio_frame_mask``. The one
-    loop of both dump writers (:func:`embed_dataset`, ``pretrained_dump.embed_pretrained``)."""
+    loop of the dump writer (:func:`embed_dataset`)."""
     from tqdm.auto import tqdm
 
     def compute(batch: list[dict]) -> dict[str, np.ndarray]:
@@ -111,53 +163,69 @@ def embed_audio_rows(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_siz
     return np.concatenate(out), extras
 
 
-def embed_dataset(encoder_cfg: EncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
-                  caption_column: str = "captions", max_clips: int | None = None, save_frames: bool = False,
-                  progress: bool = True, encoder: AudioEncoder | None = None,
+def embed_dataset(cfg: AnyEncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
+                  caption_column: str = "captions", source: str | None = None, max_clips: int | None = None,
+                  save_frames: bool = False, progress: bool = True, encoder: AudioEncoder | None = None,
                   partial_root: str | Path | None = None, compute: Compute | None = None) -> Path:
-    """Embed the clips and captions of ``split`` on ``compute.device`` and write the dump to ``out_path``.
+    """Embed the clips and captions of ``split`` (of ``source`` only, when given) on
+    ``compute.device`` and write the dump to ``out_path``; skip it when a complete dump with
+    the same signature is there.
 
     Resumes the batches a killed run finished (:mod:`clapcap.encoders.partial`). The device
-    replaces ``encoder_cfg.device`` and is recorded in the dump's meta and signature.
+    replaces ``cfg.device`` and is recorded in the dump's meta and signature.
     Embedding always runs in fp32 (``compute.precision`` is a training setting; docs/compute.md).
 
     Args:
-        encoder: an already built encoder for ``encoder_cfg`` (saves reloading it).
-        save_frames: frame-level encoders only: also store padded frames and their mask.
+        cfg: an :class:`EncoderConfig` or a :class:`PretrainedEncoderConfig`.
+        source: keep only the clips whose manifest ``source`` is this (``synthetic_music``).
+        max_clips: the first ``max_clips`` clips (after the filter); None = all.
+        encoder: an already built encoder for ``cfg`` (saves reloading it).
+        save_frames: frame-level encoders only: also store padded frames (float16) and their mask.
         partial_root: folder of the per-batch progress (default: the dump's folder).
 
     Returns:
         ``out_path``.
 
     Raises:
-        ValueError: on an empty split or a missing/empty caption column (names file and clip).
+        ValueError: on an empty selection or a missing/empty caption column (names file and clip).
         AudioError: naming the audio file that cannot be decoded.
         DeviceUnavailable: when ``compute`` asks for CUDA and there is none.
+        MissingDependencyError: when a pretrained backend's package is not installed.
     """
     import torch
 
-    encoder_cfg = encoder_cfg.with_device(or_default(compute).device)
+    cfg = cfg.with_device(or_default(compute).device)
+    pretrained = isinstance(cfg, PretrainedEncoderConfig)
     dataset_dir, out_path = Path(dataset_dir), Path(out_path)
-    sig = _signature(encoder_cfg, dataset_dir, split, caption_column, max_clips)
+    sig = dump_signature(cfg, dataset_dir, split, caption_column, source=source, max_clips=max_clips,
+                         save_frames=save_frames)
     if is_complete(out_path, sig):
         logger.info("%s is complete: skipped", out_path)
         return out_path
     remove_stale_temps(out_path)  # a final write cut by a kill
-    ds, rows = _rows(dataset_dir, split, caption_column, max_clips)
-    encoder = encoder or create_encoder(encoder_cfg)
+    ds, rows = select_rows(dataset_dir, split, caption_column, source=source, max_clips=max_clips)
+    encoder = encoder or create_encoder(cfg)
     captions = [c for r in rows for c in r[caption_column]]
     index = np.array([i for i, r in enumerate(rows) for _ in r[caption_column]], dtype=np.int64)
     store = BatchStore(out_path, sig, partial_root)
     with torch.inference_mode():
-        audio, extras = embed_audio_rows(encoder, ds, rows, encoder_cfg.batch_size, progress,
-                                     save_frames and hasattr(encoder, "embed_audio_frames"), store)
+        audio, extras = embed_audio_rows(encoder, ds, rows, cfg.batch_size, progress,
+                                         save_frames and hasattr(encoder, "embed_audio_frames"), store)
         has_text = hasattr(encoder, "embed_text")
-        text = (_embed_text(encoder, captions, encoder_cfg.batch_size, progress, store) if has_text
+        text = (_embed_text(encoder, captions, cfg.batch_size, progress, store) if has_text
                 else np.zeros((len(captions), audio.shape[1]), dtype=np.float32))
     if store.loaded:
         logger.info("%s: resumed; %d batches read back, %d computed", out_path, store.loaded, store.computed)
-    meta = {**encoder.describe(), "encoder": encoder_cfg.to_dict(), "dataset": str(dataset_dir), "split": split,
-            "caption_column": caption_column, "text_tower": has_text, "signature": sig}
+    if pretrained:
+        audio = audio.astype(np.float32)
+        meta = {**encoder.describe(), "pretrained_encoder": cfg.identity(), "dataset": _portable(dataset_dir),
+                "split": split, "source_filter": source, "max_clips": max_clips, "caption_column": caption_column,
+                "text_tower": has_text, "signature": sig}
+    else:
+        meta = {**encoder.describe(), "encoder": cfg.to_dict(), "dataset": str(dataset_dir), "split": split,
+                "caption_column": caption_column, "text_tower": has_text, "signature": sig}
+        if source is not None:
+            meta["source_filter"] = source
     dump = EmbeddingDump(audio, text, index, [str(r["clip_id"]) for r in rows], captions, meta, extras)
     save_dump(dump, out_path)
     store.remove()
@@ -176,9 +244,13 @@ def _embed_text(encoder: Any, captions: Sequence[str], batch_size: int, progress
     return np.concatenate(out)
 
 
-def dump_path(out_dir: str | Path, encoder: str, dataset: str, split: str, column: str = "captions") -> Path:
-    """``<out_dir>/<encoder>/<dataset>/<split>.npz`` (``<split>__<column>.npz`` for paraphrases)."""
+def dump_path(out_dir: str | Path, encoder: str, dataset: str, split: str, column: str = "captions",
+              source: str | None = None) -> Path:
+    """``<out_dir>/<encoder>/<dataset>/<split>.npz`` (``<split>__<column>.npz`` for paraphrases,
+    ``<split>__<source>.npz`` for one source)."""
     name = split if column == "captions" else f"{split}__{column}"
+    if source:
+        name = f"{name}__{source}"
     return Path(out_dir) / encoder / dataset / f"{name}.npz"
 
 
@@ -222,7 +294,7 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True,
                             "robust_paraphrase's llm backend): %s dump not made", dataset, column, split)
                 continue
             out = dump_path(params.out_dir, encoder, dataset, split, column)
-            sig = _signature(cfg, Path(params.datasets[dataset]), split, column, None)
+            sig = dump_signature(cfg, params.datasets[dataset], split, column)
             if not is_complete(out, sig):
                 built = built or create_encoder(cfg)
             paths.append(embed_dataset(cfg, params.datasets[dataset], split, out, caption_column=column,
@@ -233,4 +305,33 @@ def embed_all(params: Any, encoder: str, dataset: str, *, progress: bool = True,
             folder.rmdir()
         except OSError:  # missing, or still holding another stage's progress
             logger.debug("%s kept", folder)
+    return paths
+
+
+def embed_pretrained_splits(params: EmbedPretrainedParams, name: str, *, progress: bool = True,
+                            compute: Compute | None = None) -> list[Path]:
+    """Stage ``embed_pretrained``: every split's dump of ``params.dataset_dir`` with the pretrained
+    encoder ``name`` (built once).
+
+    Returns:
+        The dump paths, in ``params.splits`` order; none when the dataset folder was skipped
+        (:mod:`clapcap.utils.skip`: a real dataset has no corpus music subset).
+
+    Raises:
+        ValueError: when ``name`` is not one of ``params.encoders``.
+    """
+    if name not in params.encoders:
+        raise ValueError(f"embed_pretrained: no encoder {name!r}; have {sorted(params.encoders)}")
+    if skip_if_inputs_skipped([params.dataset_dir], [Path(params.out_dir) / name / params.dataset],
+                              stage=f"embed_pretrained@{name}"):
+        return []
+    cfg = params.encoders[name].with_device(or_default(compute).device)
+    encoder = None
+    paths = []
+    for split in params.splits:
+        out = dump_path(params.out_dir, name, params.dataset, split)
+        if encoder is None and not is_complete(out, dump_signature(cfg, params.dataset_dir, split)):
+            encoder = create_encoder(cfg)
+        paths.append(embed_dataset(cfg, params.dataset_dir, split, out, progress=progress, encoder=encoder,
+                                   compute=compute))
     return paths

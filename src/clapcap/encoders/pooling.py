@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from clapcap.data.audio import crop_wave
-from clapcap.encoders.base import check_waves
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
+from clapcap.encoders.base import PretrainedEncoderConfig, check_waves
 
 
 class FramePooledEncoder:

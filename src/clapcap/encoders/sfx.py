@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.encoders.base import PretrainedEncoderConfig
 from clapcap.encoders.pooling import FramePooledEncoder
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
 from clapcap.pretrained.assets import package_dir, package_version
 from clapcap.utils.io import sha256_file
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from clapcap.encoders.base import PretrainedEncoderConfig
 from clapcap.encoders.pooling import FramePooledEncoder
-from clapcap.encoders.pretrained_config import PretrainedEncoderConfig
 from clapcap.encoders.whisper_ct2 import SOURCE_FILE, ensure_whisper_cache
 from clapcap.pretrained.assets import package_dir, package_version
 from clapcap.utils.io import read_json

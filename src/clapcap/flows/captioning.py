@@ -1,7 +1,7 @@
 """Prefect flow over the captioning sweep, for GPU machines (and tested locally).
 
 Every training/evaluation configuration is a task calling the same library functions as
-the DVC stages (:mod:`clapcap.captioning.study`). The task runner's
+the DVC stages (:mod:`clapcap.captioning.experiments.study`). The task runner's
 ``max_workers`` is the concurrency limit (one task per GPU); tasks retry on transient
 failure; configurations whose result file exists are skipped without submitting a task
 (and the library functions skip finished work too).
@@ -17,7 +17,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from clapcap.captioning.study import (
+from clapcap.captioning.experiments.study import (
     CaptioningParams,
     RunSpec,
     all_specs,

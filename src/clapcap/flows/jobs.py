@@ -76,7 +76,7 @@ def captioning_config(config: str, params_file: str = "params.yaml") -> dict[str
     Raises:
         ValueError: when ``config`` is not a configuration of the study (names the known ones).
     """
-    from clapcap.captioning.study import all_specs, execute_run
+    from clapcap.captioning.experiments.study import all_specs, execute_run
     from clapcap.tracked.captioning import study_tracker
 
     params = load_project_section(CaptioningParams, "captioning", params_file)
@@ -144,7 +144,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
         RuntimeError: naming the configurations whose flow runs did not complete (re-run the
             deployment to complete only those).
     """
-    from clapcap.captioning import study
+    from clapcap.captioning.experiments import study
     from clapcap.tracked.captioning import study_tracker
 
     path = str(params_path(params_file))
@@ -175,7 +175,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
 
 def _finish_sweep(params: CaptioningParams, register_best: bool, compute: Compute) -> str:
     """Baseline, decoding ablation, noise floors, summary tables and champion (after every run)."""
-    from clapcap.captioning import study
+    from clapcap.captioning.experiments import study
     from clapcap.reporting.captioning_tables import write_summary
     from clapcap.tracked.captioning import study_tracker
 

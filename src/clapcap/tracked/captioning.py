@@ -1,6 +1,6 @@
 """The captioning study at the tracked edge.
 
-- :class:`MLflowTracker`: the study's hooks (:class:`clapcap.captioning.study.StudyTracker`)
+- :class:`MLflowTracker`: the study's hooks (:class:`clapcap.captioning.experiments.study.StudyTracker`)
   as MLflow runs of ``clapcap-captioning``: one run per configuration and seed, nested under
   its seed group (which gets ``test/<metric>_mean``/``_std``), per-epoch losses, val and test
   scores; an LR search as one run with a child run per trial.
@@ -22,8 +22,7 @@ import numpy as np
 from clapcap import tracking
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.data import dump_encoder_config
-from clapcap.captioning.model import frozen_lm_dir, load_captioner
-from clapcap.captioning.registry import (
+from clapcap.captioning.experiments.registry import (
     BUILD_HINT,
     REGISTRATION_FILE,
     candidates,
@@ -31,8 +30,9 @@ from clapcap.captioning.registry import (
     example_audio,
     select_champion,
 )
-from clapcap.captioning.study import NO_TRACKING, RunSpec, StudyTracker
-from clapcap.captioning.train import EpochHook
+from clapcap.captioning.experiments.study import NO_TRACKING, RunSpec, StudyTracker
+from clapcap.captioning.experiments.train import EpochHook
+from clapcap.captioning.model import frozen_lm_dir, load_captioner
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_with_champion
 from clapcap.tracking.promotion import register_on_evidence
 from clapcap.utils.io import write_json

@@ -86,7 +86,7 @@ def caption_item_scores(predictions_path: str | Path, dataset_dir: str | Path, m
         FileNotFoundError: when the captions file is missing (rerun the stage that wrote it).
         ValueError: when ``metric`` could not be computed (its assets are missing).
     """
-    from clapcap.captioning.evaluate import score_predictions
+    from clapcap.captioning.experiments.evaluate import score_predictions
     from clapcap.data.prepare import dataset_fingerprint
     from clapcap.retrieval.item_scores import FORMAT
 

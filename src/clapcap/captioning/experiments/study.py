@@ -27,13 +27,18 @@ from typing import Any
 
 import torch
 
-from clapcap.captioning.config import CaptioningParams, EncoderSpec, TrainConfig
+from clapcap.captioning.config import (
+    CaptionerConfig,
+    CaptioningParams,
+    DecodingConfig,
+    EncoderSpec,
+    TrainConfig,
+)
 from clapcap.captioning.data import load_caption_split
-from clapcap.captioning.evaluate import evaluate_split, evaluate_trivial_baseline
-from clapcap.captioning.generation import DecodingConfig
-from clapcap.captioning.lr_search import chosen_learning_rates, search_learning_rates
-from clapcap.captioning.model import CaptionerConfig, load_captioner
-from clapcap.captioning.train import EpochHook, train_captioner
+from clapcap.captioning.experiments.evaluate import evaluate_split, evaluate_trivial_baseline
+from clapcap.captioning.experiments.lr_search import chosen_learning_rates, search_learning_rates
+from clapcap.captioning.experiments.train import EpochHook, train_captioner
+from clapcap.captioning.model import load_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
 from clapcap.utils.io import read_json, sha256_file, write_json

@@ -10,8 +10,9 @@ import logging
 import time
 from typing import Any
 
+from clapcap.captioning.config import DecodingConfig
 from clapcap.captioning.data import CaptionSplit, embeddings_by_clip, trivial_baseline
-from clapcap.captioning.generation import DecodingConfig, generate_captions
+from clapcap.captioning.generation import generate_captions
 from clapcap.captioning.model import load_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.evaluation.captioning_metrics import score_captions

@@ -20,9 +20,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from clapcap.captioning.config import LRSearchConfig, TrainConfig
-from clapcap.captioning.model import CaptionerConfig
-from clapcap.captioning.train import train_captioner
+from clapcap.captioning.config import CaptionerConfig, LRSearchConfig, TrainConfig
+from clapcap.captioning.experiments.train import train_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.utils.io import atomic_path, read_json, write_json
 

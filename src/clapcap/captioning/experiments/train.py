@@ -30,14 +30,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from clapcap.captioning.config import StageConfig, TrainConfig
+from clapcap.captioning.config import CaptionerConfig, StageConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit, load_caption_split
-from clapcap.captioning.model import (
-    CaptionerConfig,
-    ClipCapCaptioner,
-    create_captioner,
-    load_captioner,
-)
+from clapcap.captioning.model import ClipCapCaptioner, create_captioner, load_captioner
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
 from clapcap.compute import Compute, adamw, or_default
 from clapcap.data.prepare import load_dataset

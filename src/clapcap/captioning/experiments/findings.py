@@ -46,7 +46,7 @@ import numpy as np
 
 from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.data import load_caption_split
-from clapcap.captioning.study import (
+from clapcap.captioning.experiments.study import (
     arch_specs,
     decoding_seed_path,
     encoder_run_name,
