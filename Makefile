@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup browser postgres repro test test-all test-services test-distributed lint gate gpu-check clean-venv
+.PHONY: setup engine browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -42,11 +42,26 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	$(PY) -c "import importlib.util as u, torch, torchvision, torchaudio, transformers, aac_metrics, clapcap; assert u.find_spec('laion_clap')"
 	@touch $(STAMP)
 
+# The LLM engine (clapcap.llm.engine, docs/llm_engines.md): llama.cpp's OpenAI-compatible server
+# from llama-cpp-python[server], in a venv of its own (.engine) so the project's pins stay. The
+# package is a source archive: pip compiles llama.cpp with CMake (measured 5-12 min on 2 cores;
+# a rebuild reuses pip's wheel cache). The stages that call an LLM start and stop it themselves.
+ENGINE_VENV ?= .engine
+ENGINE_STAMP := $(ENGINE_VENV)/.clapcap-engine
+engine: $(ENGINE_STAMP)
+
+$(ENGINE_STAMP): requirements/engine.txt
+	@test -x $(ENGINE_VENV)/bin/python || python3.11 -m venv $(ENGINE_VENV) || python3 -m venv $(ENGINE_VENV)
+	$(ENGINE_VENV)/bin/pip install -q --upgrade pip
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(ENGINE_VENV)/bin/pip install -q -r requirements/engine.txt
+	$(ENGINE_VENV)/bin/python -c "import llama_cpp.server"
+	@touch $@
+
 # JOBS stages at once (clapcap.repro: `dvc repro --single-item` per stage, in dependency order;
 # JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.
 JOBS ?= 2
 STUDY ?=
-repro: setup
+repro: setup engine
 	@test -d .dvc || $(VENV)/bin/dvc init -q
 	$(VENV)/bin/clapcap pipeline repro --jobs $(JOBS) $(if $(STUDY),--study $(STUDY))
 	$(VENV)/bin/dvc push -q || echo "dvc push to the default remote failed; results are still in .dvc/cache"
@@ -90,6 +105,10 @@ postgres:
 
 test-services: setup postgres browser
 	$(VENV)/bin/pytest -q -m services
+
+# The real LLM engine: a llama.cpp server on 127.0.0.1 that the tests start and stop by PID.
+test-engine: setup engine
+	$(VENV)/bin/pytest -q -m engine
 
 # The CI gates on committed fixtures: metric parity (harness vs independent implementation,
 # 1e-9) and the leakage check (planted leak caught, clean model not flagged).

@@ -1,5 +1,11 @@
-"""DVC stage `robust_paraphrase`: paraphrase views of every caption (params.yaml `robust_paraphrase`)."""
+"""DVC stages `robust_paraphrase` and `robust_paraphrase_llm`: paraphrase views of every caption
+(params.yaml `robust_paraphrase`: the corpus's own views; `robust_paraphrase_llm`: views from a
+real LLM that the stage serves itself, on a subset of captions).
 
+  python pipelines/robust_paraphrase.py [--section robust_paraphrase_llm]
+"""
+
+import argparse
 import sys
 
 from clapcap.config import load_section
@@ -8,10 +14,15 @@ from clapcap.paraphrase.dataset import ParaphraseParams
 from clapcap.tracked.paraphrase import run_paraphrase
 
 
-def main() -> int:
-    run_paraphrase(load_section(ParaphraseParams, "robust_paraphrase"))
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--section", default="robust_paraphrase", choices=["robust_paraphrase", "robust_paraphrase_llm"],
+                        help="the params.yaml section to run")
+
+
+def main(args: argparse.Namespace) -> int:
+    run_paraphrase(load_section(ParaphraseParams, args.section), stage=args.section)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    sys.exit(run_script(main, arguments))

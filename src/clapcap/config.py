@@ -33,7 +33,7 @@ DEFAULT_PARAMS = Path("params.yaml")
 PARAMS_SECTIONS = frozenset({
     "caption_sbert", "captioning", "checkpoint_identity", "clap_variants", "compute", "data", "embed",
     "embed_pretrained", "music_subset", "reference", "reference_baselines", "report", "report_inputs",
-    "retrieval", "robust_benchmark", "robust_control", "robust_paraphrase", "robust_seeds",
+    "retrieval", "robust_benchmark", "robust_control", "robust_paraphrase", "robust_paraphrase_llm", "robust_seeds",
     "robust_text_store", "robust_train", "train_clap",
 })
 # ``study``: which grid ``params.yaml`` holds, one of the files ``studies/<name>.yaml``

@@ -145,6 +145,13 @@ def test_every_stage_param_exists_in_params_yaml():
     for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
         body = stage.get("do", stage)
         keys = [k for k in body.get("params", []) if isinstance(k, str)]
+        foreach = stage.get("foreach")
+        if isinstance(foreach, str) and foreach.startswith("${") and any("${key}" in k for k in keys):
+            # A foreach over a dict of params: each generated stage names its own key.
+            tree = params
+            for part in foreach[2:-1].split("."):
+                tree = tree[part]
+            keys = [k.replace("${key}", item) for k in keys for item in (tree if "${key}" in k else [""])]
         absent = [k for k in keys if not _has_key(params, k)]
         if absent:
             missing[name] = absent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -198,7 +199,7 @@ def test_run_with_no_usable_output_exits_non_zero(fake_llm, tmp_path, capsys):
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"robust_paraphrase": {
         "backend": "llm", "dataset_dir": pp.dataset_dir, "out_dir": pp.out_dir, "max_clips": 2,
-        "track": False, "llm": {k: v for k, v in llm.__dict__.items()}}}))
+        "track": False, "llm": dataclasses.asdict(llm)}}))
     assert main(["robust", "paraphrase", "--params", str(params)]) == 1
     assert capsys.readouterr().err.splitlines()[-1].startswith("clapcap: error: paraphrase: no usable output")
 

@@ -4,13 +4,19 @@ The output folder holds a manifest whose ``paraphrases_v1`` / ``paraphrases_v2``
 are aligned with ``captions`` (a view that the LLM failed to produce is ``null``), with the
 held-out-vocabulary view ``paraphrases_heldout`` on ``heldout_splits`` (null elsewhere), a
 ``dataset.json`` pointing at the source audio root, and ``paraphrase_report.json``.
+
+The ``llm`` backend starts its inference engine when ``llm.engine`` names one
+(:mod:`clapcap.llm.engine`), checks every view mechanically after the LLM's correction pass
+(:mod:`clapcap.paraphrase.checks`), writes each view's status (``accepted``, ``corrected``,
+``dropped``) and reason to ``view_records.json``, and the acceptance rates per view into the
+report (``acceptance``). A dropped view is ``null`` in the manifest.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +26,8 @@ from clapcap.config import ConfigError
 from clapcap.data.manifest import ManifestError, write_manifest
 from clapcap.data.prepare import load_dataset
 from clapcap.llm import LLMError
+from clapcap.llm.engine import served
+from clapcap.paraphrase.checks import corpus_events, mechanical_check, view_status
 from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.paraphrase.heldout import heldout_views
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
@@ -79,12 +87,16 @@ def check_views(df: pd.DataFrame, origin: str) -> dict[str, int]:
     return counts
 
 
-def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool,
+               events: dict[str, list[str]] | None) -> tuple[pd.DataFrame, dict[str, Any]]:
     captions = [c for caps in df["captions"] for c in caps]
-    results = LLMParaphraser(params).paraphrase_many(captions, progress=progress)
+    with served(params.engine, params.base_url) as url:
+        results = LLMParaphraser(replace(params, base_url=url)).paraphrase_many(captions, progress=progress)
+    records = _view_records(results, events)
     out = df.copy()
+    final = {(r["caption"], r["view"]): r["paraphrase"] if r["status"] != "dropped" else None for r in records}
     for view, col in VIEW_COLUMNS.items():
-        out[col] = [[results[c].views[view] for c in caps] for caps in df["captions"]]
+        out[col] = [[final[(c, view)] for c in caps] for caps in df["captions"]]
     failures = [{"caption": r.caption, "view": v, "error": e}
                 for r in results.values() for v, e in r.errors.items()]
     if results and len(failures) == len(results) * len(VIEW_COLUMNS):
@@ -96,8 +108,42 @@ def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool) -> tuple[pd.
             reason="no usable output")
     stats = {"n_unique_captions": len(results), "n_failed_views": len(failures),
              "n_rewritten_views": sum(sum(r.rewritten.values()) for r in results.values()),
-             "failures": failures[:200]}
-    return out, stats
+             "failures": failures[:200], "acceptance": acceptance(records),
+             "event_check": events is not None}
+    return out, {**stats, "records": records}
+
+
+def _view_records(results: dict[str, Any], events: dict[str, list[str]] | None) -> list[dict[str, Any]]:
+    """One record per (unique caption, view): the view, its status and why (``checks.view_status``)."""
+    records = []
+    for caption, res in results.items():
+        for view in VIEW_COLUMNS:
+            text = res.views.get(view)
+            check = mechanical_check(caption, text, events) if text is not None else None
+            status, reason = view_status(text, res.rewritten.get(view, False), res.errors.get(view), check)
+            records.append({"caption": caption, "view": view, "paraphrase": text, "status": status,
+                            "reason": reason})
+    return records
+
+
+def acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per view and overall: the count and rate of each status, and the drop reasons' counts
+    (a reason is grouped by its first words: ``check: new sound event(s)``, ``generate``, ...)."""
+    out: dict[str, Any] = {}
+    for view in (*VIEW_COLUMNS, "all"):
+        rows = [r for r in records if view in ("all", r["view"])]
+        n = len(rows)
+        counts = {s: sum(r["status"] == s for r in rows) for s in ("accepted", "corrected", "dropped")}
+        reasons: dict[str, int] = {}
+        for r in rows:
+            if r["status"] == "dropped":
+                key = r["reason"].split(":")[0] if not r["reason"].startswith("check:") else \
+                    "check: " + r["reason"].split(":")[1].strip().split(" ")[0]
+                reasons[key] = reasons.get(key, 0) + 1
+        out[view] = {"n": n, **counts, **{f"{s}_rate": round(c / n, 6) if n else None for s, c in counts.items()},
+                     "kept_rate": round((counts["accepted"] + counts["corrected"]) / n, 6) if n else None,
+                     "drop_reasons": dict(sorted(reasons.items()))}
+    return out
 
 
 def _add_heldout(df: pd.DataFrame, full: pd.DataFrame, splits: list[str]) -> dict[str, Any]:
@@ -133,8 +179,11 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
     if df.empty:
         raise ValueError(f"{params.dataset_dir}: no clips in splits {params.splits}")
     stats: dict[str, Any] = {}
+    records: list[dict[str, Any]] = []
     if params.backend == "llm":
-        df, stats = _llm_views(df, params.llm, progress)
+        synthetic = read_json(Path(params.dataset_dir) / "dataset.json").get("source") == "synthetic"
+        df, stats = _llm_views(df, params.llm, progress, corpus_events() if synthetic else None)
+        records = stats.pop("records")
     out_dir = Path(params.out_dir)
     counts = check_views(df, f"{params.dataset_dir}/manifest.csv")
     if params.heldout_splits:
@@ -149,6 +198,8 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
     report = {"backend": params.backend, "n_clips": len(df), "n_captions": n_caps,
               "n_views": counts, **stats}
     write_json(out_dir / "paraphrase_report.json", report)
+    if records:  # every LLM view, its status and why: what the acceptance rates count
+        write_json(out_dir / "view_records.json", records)
     logger.info("paraphrases (%s): %d clips, %d captions, views %s -> %s", params.backend, len(df),
                 n_caps, counts, out_dir)
     return report

@@ -33,6 +33,7 @@ from typing import Any
 
 from clapcap.llm import ChatClient, LLMResponseError, Message
 from clapcap.llm.config import EndpointConfig
+from clapcap.llm.engine import EngineConfig
 from clapcap.llm.jsonl import ResumeCache
 from clapcap.paraphrase.prompts import (
     PROMPT_VERSION,
@@ -51,7 +52,9 @@ VIEWS = ("view1", "view2")
 @dataclass(kw_only=True)
 class LLMParams(EndpointConfig):
     """The paraphrase backend: the endpoint (:class:`~clapcap.llm.config.EndpointConfig`) and
-    how it is asked (no secret here: the key is read from ``api_key_env``)."""
+    how it is asked (no secret here: the key is read from ``api_key_env``). ``engine``: the
+    inference engine the step starts for itself (:mod:`clapcap.llm.engine`; ``kind: none``
+    uses ``base_url`` as given)."""
 
     model: str = "meta-llama/Meta-Llama-3-70B-Instruct"
     temperature: float = 0.7
@@ -62,6 +65,7 @@ class LLMParams(EndpointConfig):
     retry_failed: bool = False
     workers: int = 4
     cache_path: str = "data/robust/llm_cache.jsonl"
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
 
 @dataclass

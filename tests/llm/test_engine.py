@@ -1,0 +1,80 @@
+"""The LLM engine's lifecycle (clapcap.llm.engine): clear errors without it; with it (marked
+``engine``: make test-engine, run in .ci/run), a real llama.cpp server on 127.0.0.1 that
+clapcap's client talks to, stopped by its PID also when the block fails."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from clapcap.llm.engine import EngineConfig, EngineError, model_path, served
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE_PYTHON = os.environ.get("CLAPCAP_ENGINE_PYTHON", str(ROOT / ".engine" / "bin" / "python"))
+
+
+def test_kind_none_starts_nothing():
+    with served(EngineConfig(kind="none"), "http://example.invalid/v1") as url:
+        assert url == "http://example.invalid/v1"
+
+
+def test_missing_engine_names_make_engine(tmp_path):
+    cfg = EngineConfig(kind="llama_cpp", python=str(tmp_path / "nope" / "python"))
+    with pytest.raises(EngineError, match="make engine"):
+        with served(cfg):
+            pass
+
+
+def test_engine_without_the_server_module_is_refused():
+    with pytest.raises(EngineError, match="cannot import llama_cpp.server"):
+        with served(EngineConfig(kind="llama_cpp", python=sys.executable)):
+            pass
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(EngineError, match="no GGUF file"):
+        model_path(str(tmp_path / "m.gguf"))
+    assert model_path(EngineConfig().model).name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def test_bad_values_rejected():
+    with pytest.raises(ValueError, match="n_threads"):
+        EngineConfig(n_threads=0)
+
+
+def test_server_that_exits_is_reported_with_its_log(tmp_path):
+    """A 'server' that dies at once: one EngineError with the log's last lines, no hang."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nif [ \"$1\" = -c ]; then exit 0; fi\necho 'model load failed: bad magic' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    cfg = EngineConfig(kind="llama_cpp", python=str(fake), log_path=str(tmp_path / "server.log"), startup_timeout_s=30)
+    with pytest.raises(EngineError, match=r"(?s)exited with status 3.*bad magic"):
+        with served(cfg):
+            pass
+
+
+@pytest.mark.engine
+def test_real_server_answers_through_the_client_and_stops(tmp_path):
+    import psutil
+
+    from clapcap.llm.config import EndpointConfig
+
+    cfg = EngineConfig(kind="llama_cpp", python=ENGINE_PYTHON, log_path=str(tmp_path / "server.log"))
+    pids = []
+    with pytest.raises(RuntimeError, match="planted"):
+        with served(cfg) as url:
+            assert url.startswith("http://127.0.0.1:")
+            client = EndpointConfig(base_url=url, env_file="").client(cfg.alias, key_required=False)
+            text = client.complete([{"role": "user", "content": "Say the word: bell."}], temperature=0.0,
+                                   max_tokens=8)
+            assert isinstance(text, str) and text.strip()
+            port = url.rsplit(":", 1)[1].split("/")[0]
+            pids = [p.pid for p in psutil.process_iter(["cmdline"])
+                    if {"llama_cpp.server", port} <= set(p.info["cmdline"] or [])]
+            assert len(pids) == 1
+            raise RuntimeError("planted")
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"server still running: {alive}"
