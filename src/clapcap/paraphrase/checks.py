@@ -10,7 +10,11 @@ again). This module adds what needs knowledge of the captions' world:
 - **new sound event**: the view names a sound event that the caption does not (an event is
   known by its words in an event lexicon: for the synthetic corpus, both of its lexicons,
   :data:`clapcap.data.synth_text.TRAIN` and :data:`~clapcap.data.synth_text.VIEW2`). A real
-  dataset has no such lexicon; this check is then off (``events=None``).
+  dataset has no such lexicon; this check is then off (``events=None``);
+- **lost sound event** (view 1 only, whose rule is to keep the caption's own words): an event
+  of the caption that the view no longer names. View 2 changes the words, and an LLM's synonym
+  need not be in the lexicon, so it is not checked for lost events. Neither check sees an
+  event outside the lexicon (a "guitar" or a "voice" that the caption never had).
 
 Each view ends as one of (:func:`view_status`): ``accepted`` (kept as generated), ``corrected``
 (the correction pass rewrote it, and the rewrite passed), ``dropped`` (it failed: the reason
@@ -51,17 +55,21 @@ def corpus_events() -> dict[str, list[str]]:
     return {kind: sorted({*TRAIN[kind], *VIEW2[kind], LABELS[kind]}) for kind in LABELS}
 
 
-def mechanical_check(caption: str, view: str, events: Mapping[str, Sequence[str]] | None) -> str | None:
-    """Why ``view`` fails the mechanical checks (module docstring), or None when it passes."""
+def mechanical_check(caption: str, view: str, events: Mapping[str, Sequence[str]] | None,
+                     kind: str = "view2") -> str | None:
+    """Why ``view`` (of ``kind`` ``view1`` or ``view2``) fails the mechanical checks (module
+    docstring), or None when it passes."""
     if REFUSAL.search(view):
         return "refusal or meta-talk"
     n_cap, n_view = len(_words(caption)), len(_words(view))
     if n_view < MIN_LENGTH_RATIO * n_cap or n_view > MAX_LENGTH_RATIO * max(n_cap, 1):
         return f"length {n_view} words for a caption of {n_cap}"
     if events is not None:
-        new = sorted(events_in(view, events) - events_in(caption, events))
-        if new:
-            return f"new sound event(s): {', '.join(new)}"
+        have, had = events_in(view, events), events_in(caption, events)
+        if have - had:
+            return f"new sound event(s): {', '.join(sorted(have - had))}"
+        if kind == "view1" and had - have:
+            return f"lost sound event(s): {', '.join(sorted(had - have))}"
     return None
 
 

@@ -119,7 +119,7 @@ def _view_records(results: dict[str, Any], events: dict[str, list[str]] | None) 
     for caption, res in results.items():
         for view in VIEW_COLUMNS:
             text = res.views.get(view)
-            check = mechanical_check(caption, text, events) if text is not None else None
+            check = mechanical_check(caption, text, events, view) if text is not None else None
             status, reason = view_status(text, res.rewritten.get(view, False), res.errors.get(view), check)
             records.append({"caption": caption, "view": view, "paraphrase": text, "status": status,
                             "reason": reason})
