@@ -111,6 +111,7 @@ SECTION_CLASSES = {
     "embed": "clapcap.encoders.config:EmbedParams",
     "embed_pretrained": "clapcap.encoders.config:EmbedPretrainedParams",
     "music_subset": "clapcap.data.subset:SubsetParams",
+    "pairwise": "clapcap.pairwise.study:PairwiseStudyParams",
     "reference": "clapcap.reference.config:ReferenceParams",
     "reference_baselines": "clapcap.reference.baselines:BaselineParams",
     "report": "clapcap.reporting.config:ReportParams",

@@ -245,3 +245,44 @@ def run_agreement(ratings: str | Path, out: str | Path, *, human_pool: str = "hu
     write_json(out, report)
     logger.info("wrote agreement report to %s", out)
     return report
+
+
+def bootstrap_preferences(df: pd.DataFrame, *, n_resamples: int = 1000, confidence: float = 0.95,
+                          seed: int = 0, judges_only: bool = True, human_pool: str = "human") -> dict[str, Any]:
+    """Each system's preference rate with a percentile bootstrap interval over clips.
+
+    The rate is the win rate above (``(wins + ties / 2) / votes``); per pool, and under
+    ``"all judges"`` over every judge pool together (the human pool left out when
+    ``judges_only``). The bootstrap resamples clips with replacement (``n_resamples`` times,
+    seeded): every vote on a drawn clip, of every rater and pair, comes with it, so the
+    interval accounts for raters agreeing on a clip (which the Wilson interval does not).
+
+    Returns:
+        ``{pool: {system: {"rate", "ci_low", "ci_high", "votes", "n_clips"}}}``.
+    """
+    if not 0.0 < confidence < 1.0 or n_resamples < 1:
+        raise ValueError(f"confidence must be in (0, 1) and n_resamples >= 1, found {confidence}, {n_resamples}")
+    outcomes = _system_outcomes(df)
+    outcomes["clip"] = outcomes["item_id"].str.split("::").str[0]
+    outcomes["score"] = outcomes["outcome"].map({"win": 1.0, "tie": 0.5, "loss": 0.0})
+    groups = {str(p): g for p, g in outcomes.groupby("pool", sort=True)}
+    judges = outcomes[outcomes["pool"] != human_pool] if judges_only else outcomes
+    if not judges.empty:
+        groups["all judges"] = judges
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for name, g in groups.items():
+        clips = sorted(g["clip"].unique())
+        draws = rng.multinomial(len(clips), np.full(len(clips), 1.0 / len(clips)), size=n_resamples)
+        per_system = {}
+        for system, s in g.groupby("system", sort=True):
+            by_clip = s.groupby("clip")["score"].agg(["sum", "count"]).reindex(clips, fill_value=0)
+            scores, counts = by_clip["sum"].to_numpy(float), by_clip["count"].to_numpy(float)
+            denom = draws @ counts
+            rates = np.divide(draws @ scores, denom, out=np.full(n_resamples, np.nan), where=denom > 0)
+            low, high = np.nanquantile(rates, [(1 - confidence) / 2, (1 + confidence) / 2])
+            per_system[str(system)] = {"rate": float(scores.sum() / counts.sum()), "ci_low": float(low),
+                                       "ci_high": float(high), "votes": int(counts.sum()),
+                                       "n_clips": int((counts > 0).sum())}
+        out[name] = per_system
+    return out

@@ -73,6 +73,8 @@ class JudgeConfig(EndpointConfig):
     max_tokens: int = 8
     max_answer_attempts: int = 3
     max_retries: int = 4
+    # A hosted API needs a key; a local engine (clapcap.llm.engine, a vLLM server) takes none.
+    key_required: bool = True
 
 
 class ChatClient:
@@ -94,9 +96,10 @@ class ChatClient:
 
     @classmethod
     def for_endpoint(cls, cfg: EndpointConfig) -> ChatClient:
-        """The client of ``cfg``'s endpoint, with its key (required) and retry settings."""
+        """The client of ``cfg``'s endpoint, with its key (required unless ``cfg.key_required``
+        is false) and retry settings."""
         client = cls.__new__(cls)
-        client._chat = cfg.client(key_required=True)
+        client._chat = cfg.client(key_required=getattr(cfg, "key_required", True))
         client.url = client._chat.url
         return client
 
