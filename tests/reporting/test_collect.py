@@ -94,3 +94,39 @@ def test_music_rows_are_the_encoder_ablation_of_the_reduced_study(tmp_path):
 def test_merge_refuses_an_id_defined_twice(tmp_path):
     with pytest.raises(ConclusionsError, match="'fixture.gain' is also defined"):
         merge_conclusions([FIXTURES / "findings.json", FIXTURES / "findings.json"], tmp_path / "c.json")
+
+
+def test_llm_views_and_pairwise_sections(tmp_path):
+    """The report's two LLM sections, from the files their stages write (absent: 'not run')."""
+    from clapcap.paraphrase.dataset import acceptance
+
+    views = tmp_path / "views"
+    records = [{"caption": "A bell rings.", "view": "view1", "paraphrase": "Rings, a bell.", "status": "accepted",
+                "reason": ""},
+               {"caption": "A bell rings.", "view": "view2", "paraphrase": "A gong and a drum hit.",
+                "status": "dropped", "reason": "check: new sound event(s): drum"}]
+    _write(views / "paraphrase_report.json", {"n_captions": 1, "n_clips": 1, "acceptance": acceptance(records)})
+    _write(views / "view_records.json", records)
+    study = tmp_path / "pairwise"
+    pref = {"x": {"rate": 0.75, "ci_low": 0.5, "ci_high": 0.9, "votes": 8, "n_clips": 4},
+            "y": {"rate": 0.25, "ci_low": 0.1, "ci_high": 0.5, "votes": 8, "n_clips": 4}}
+    _write(study / "agreement.json", {
+        "n_items": 4, "n_votes": 8, "n_human_votes": 0, "preference": {"all judges": pref, "p": pref},
+        "agreement": {"fleiss": {"p": {"kappa": 0.4}}, "judge_vs_judge": {"a vs b": {"kappa": 0.5}}},
+        "position_bias": {"p": {"first_shown_rate": 0.6}},
+        "judge_runs": [{"pool": "p", "votes": 8, "failures": 2, "skipped": 0}]})
+    from PIL import Image
+
+    Image.new("RGB", (4, 4)).save(study / "preference.png")
+    params = CollectParams(out_dir=str(tmp_path / "inputs"), llm_views=str(views), pairwise=str(study))
+    summary = collect_and_report(params, tmp_path / "report")
+    assert summary["sections"]["llm_views"]["status"] == "ok" and summary["sections"]["pairwise"]["status"] == "ok"
+    report = (tmp_path / "report" / "report.md").read_text()
+    section = report.split("## RobustCLAP views from a real LLM")[1].split("\n## ")[0]
+    assert "| view2 |" in section and "check: new 1" in section and "dropped (check: new sound event(s): drum)" in section
+    section = report.split("## Pairwise A/B study with LLM judges")[1].split("\n## ")[0]
+    assert "| x |" in section and "Fleiss kappa within each judge pool: p 0.400" in section
+    assert "p 2 of 10" in section and (tmp_path / "report" / "figures" / "pairwise_preference.png").is_file()
+    empty = collect_and_report(CollectParams(out_dir=str(tmp_path / "i2"), llm_views=str(tmp_path / "no"),
+                                             pairwise=str(tmp_path / "no")), tmp_path / "r2")
+    assert empty["sections"]["pairwise"]["status"] == "not run"

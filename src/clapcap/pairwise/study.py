@@ -15,7 +15,8 @@
 4. **Analysis** (``<out_dir>/agreement.json``, :mod:`clapcap.pairwise.agreement`): Fleiss
    kappa within each pool, Cohen kappa for every pair of judges and against the human
    consensus when there are human votes, each system's win rate (Wilson interval) and its
-   preference rate with a bootstrap interval over clips; ``<out_dir>/summary.json`` holds
+   preference rate with a bootstrap interval over clips, and each pool's position bias (the
+   share of votes for the caption shown first); ``<out_dir>/summary.json`` holds
    the headline numbers (a DVC metrics file) and ``<out_dir>/preference.png`` the plot.
 """
 
@@ -106,6 +107,7 @@ def run_pairwise_study(params: PairwiseStudyParams) -> dict[str, Any]:
     report["preference"] = bootstrap_preferences(ratings, n_resamples=params.n_resamples,
                                                  confidence=params.confidence, seed=params.seed,
                                                  human_pool=HUMAN_POOL)
+    report["position_bias"] = position_bias(ratings)
     report["judge_runs"] = counts
     report["n_human_votes"] = int(len(human))
     write_json(out / "agreement.json", report)
@@ -117,6 +119,18 @@ def run_pairwise_study(params: PairwiseStudyParams) -> dict[str, Any]:
     return summary
 
 
+def position_bias(ratings: pd.DataFrame) -> dict[str, Any]:
+    """Per pool: the share of decisive votes (not ties) that picked the caption shown first.
+    Orders are random per rater and item, so an unbiased rater is near 0.5."""
+    out = {}
+    for pool, g in ratings.groupby("pool", sort=True):
+        decisive = g[g["choice"].isin(["A", "B"])]
+        first = decisive["choice"] == decisive["shown_order"].str[0]  # AB shows A first, BA shows B
+        n = len(decisive)
+        out[str(pool)] = {"first_shown_rate": float(first.mean()) if n else None, "n_votes": int(n)}
+    return out
+
+
 def _summary(report: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     """The headline numbers: Fleiss kappa per pool, mean judge-vs-judge Cohen kappa, and each
     system's preference rate over all judges with its bootstrap interval."""
@@ -126,6 +140,8 @@ def _summary(report: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             "n_human_votes": report["n_human_votes"],
             "fleiss_kappa": {p: v["kappa"] for p, v in agreement["fleiss"].items()},
             "judge_cohen_kappa_mean": sum(cohen) / len(cohen) if cohen else None,
+            "first_shown_rate": {p: v["first_shown_rate"] for p, v in report["position_bias"].items()},
+            "failed_judgements": {c["pool"]: c["failures"] for c in report["judge_runs"]},
             "human_vs_judge_cohen_kappa": {j: v["kappa"] for j, v in agreement["human_vs_judge"].items()},
             "preference": report["preference"].get("all judges", {})}
 

@@ -42,6 +42,8 @@ class CollectParams:
     baseline_decoding: str = "greedy"
     lr_search: list[str] = field(default_factory=list)  # Optuna result JSONs (docs/reports.md)
     lr_search_figures: dict[str, str] = field(default_factory=dict)  # name -> PNG made by the search
+    llm_views: str = ""  # a robust_paraphrase_llm output folder (paraphrase_report.json, view_records.json)
+    pairwise: str = ""   # the pairwise study's output folder (agreement.json, preference.png)
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -197,6 +199,13 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
         lr.append(str(write_json(out / "lr_search_figures.json", figures)))
     if lr:
         inputs["lr_search"] = lr
+    views = [Path(params.llm_views) / n for n in ("paraphrase_report.json", "view_records.json")] \
+        if params.llm_views else []
+    if views and all(v.is_file() for v in views):
+        inputs["llm_views"] = [str(v) for v in views]
+    study = [Path(params.pairwise) / n for n in ("agreement.json", "preference.png")] if params.pairwise else []
+    if study and all(v.is_file() for v in study):
+        inputs["pairwise"] = [str(v) for v in study]
     write_json(out / "inputs.json", inputs)
     return inputs
 

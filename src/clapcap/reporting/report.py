@@ -13,7 +13,11 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
 - ``reference_comparison``: pipeline and reference captioners, leaky rows daggered;
 - ``lr_search``: Optuna result JSONs or PNG pointers;
 - ``retrieval``: our retrieval results (with ``dataset``), placed in the AudioCaps
-  text-to-audio leaderboard.
+  text-to-audio leaderboard;
+- ``llm_views``: a real LLM's RobustCLAP views (``paraphrase_report.json``,
+  ``view_records.json``): acceptance rates per view, drop reasons, examples;
+- ``pairwise``: the pairwise study (``agreement.json``, ``preference.png``): preference rates
+  with bootstrap intervals, Fleiss and Cohen kappas, position bias.
 
 A section without inputs, or whose input files do not exist yet, says "not run".
 Outputs in ``out_dir``: ``report.md``, ``report.tex``, ``report.json`` (what ran),
@@ -41,7 +45,7 @@ from clapcap.reporting.tables import (
     to_latex,
     to_markdown,
 )
-from clapcap.utils.io import atomic_path, write_json
+from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +58,8 @@ SECTIONS: dict[str, str] = {
     "reference_comparison": "Pipeline vs reference captioners",
     "lr_search": "Learning-rate search",
     "retrieval": "Retrieval in the AudioCaps text-to-audio leaderboard",
+    "llm_views": "RobustCLAP views from a real LLM",
+    "pairwise": "Pairwise A/B study with LLM judges",
 }
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
 
@@ -194,7 +200,56 @@ def _findings_section(findings: list[dict[str, Any]], _ctx: dict[str, Any]) -> S
                    figures={"findings": figs.findings_plot(findings, SECTIONS["findings"])})
 
 
+def _llm_views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    report, records = data["report"], data["records"]
+    acc = report["acceptance"]
+    rows = [Row(name=view, values={k: float(acc[view][k]) for k in ("n", "accepted_rate", "corrected_rate",
+                                                                     "dropped_rate")},
+                cells={"drop reasons": ", ".join(f"{r} {n}" for r, n in acc[view]["drop_reasons"].items())})
+            for view in acc]
+    table = Table(SECTIONS["llm_views"], rows, ["n", "accepted_rate", "corrected_rate", "dropped_rate"],
+                  ["drop reasons"], bold=False,
+                  notes=[f"{report['n_captions']} captions of {report['n_clips']} clips; accepted: kept as "
+                         "generated; corrected: rewritten by the correction pass; dropped: failed a step or a "
+                         "mechanical check (null in the manifest)."])
+    kept = [r for r in records if r["status"] != "dropped"][:3]
+    dropped = [r for r in records if r["status"] == "dropped" and r["paraphrase"]][:3]
+    lines = ["Examples (caption -> view):", ""]
+    lines += [f"- {r['view']}, {r['status']}: \"{r['caption']}\" -> \"{r['paraphrase']}\"" for r in kept]
+    lines += [f"- {r['view']}, dropped ({r['reason']}): \"{r['caption']}\" -> \"{r['paraphrase']}\""
+              for r in dropped]
+    return Section(text="\n".join(lines) + "\n", tables={"llm_views": table})
+
+
+def _pairwise_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    agreement, png = data["agreement"], data["png"]
+    pref = agreement["preference"].get("all judges", {})
+    rows = [Row(name=system, values={k: float(v[k]) for k in ("rate", "ci_low", "ci_high", "votes")})
+            for system, v in sorted(pref.items())]
+    table = Table(SECTIONS["pairwise"], rows, ["rate", "ci_low", "ci_high", "votes"],
+                  notes=["Preference rate over every LLM judge: (wins + ties/2) / votes; 95 % percentile "
+                         "bootstrap interval over clips."])
+    kappa = agreement["agreement"]
+    fleiss = ", ".join(f"{p} {v['kappa']:.3f}" if v["kappa"] is not None else f"{p} undefined"
+                       for p, v in kappa["fleiss"].items())
+    cohen = [v["kappa"] for v in kappa["judge_vs_judge"].values() if v["kappa"] is not None]
+    bias = ", ".join(f"{p} {v['first_shown_rate']:.2f}" for p, v in agreement["position_bias"].items()
+                     if v["first_shown_rate"] is not None)
+    failed = ", ".join(f"{c['pool']} {c['failures']} of {c['votes'] + c['failures'] + c['skipped']}"
+                       for c in agreement["judge_runs"])
+    text = (f"{agreement['n_items']} items, {agreement['n_votes']} votes ({agreement['n_human_votes']} human). "
+            f"Fleiss kappa within each judge pool: {fleiss}. Mean Cohen kappa over judge pairs: "
+            + (f"{sum(cohen) / len(cohen):.3f} ({len(cohen)} pairs)" if cohen else "undefined")
+            + f". Share of votes for the caption shown first: {bias}. Judgements with no usable answer "
+            f"(this run): {failed}.\n")
+    return Section(text=text, tables={"pairwise": table}, copied={"pairwise_preference": str(png)})
+
+
 def _load(key: str, paths: Sequence[str | Path]) -> Any:
+    if key == "llm_views":
+        return {"report": read_json(paths[0]), "records": read_json(paths[1])}
+    if key == "pairwise":
+        return {"agreement": read_json(paths[0]), "png": paths[1]}
     if key == "findings":
         return [f for p in paths for f in load_conclusions(p).values()]
     return load_lr_search(paths) if key == "lr_search" else load_table_input(paths)
@@ -211,6 +266,10 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return _reference_section(data, ctx)
     if key == "lr_search":
         return _lr_section(data, ctx)
+    if key == "llm_views":
+        return _llm_views_section(data, ctx)
+    if key == "pairwise":
+        return _pairwise_section(data, ctx)
     return _retrieval_section(data, ctx)
 
 
