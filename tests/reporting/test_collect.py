@@ -114,7 +114,7 @@ def test_llm_views_and_pairwise_sections(tmp_path):
         "n_items": 4, "n_votes": 8, "n_human_votes": 0, "preference": {"all judges": pref, "p": pref},
         "agreement": {"fleiss": {"p": {"kappa": 0.4}}, "judge_vs_judge": {"a vs b": {"kappa": 0.5}}},
         "position_bias": {"p": {"first_shown_rate": 0.6}},
-        "judge_runs": [{"pool": "p", "votes": 8, "failures": 2, "skipped": 0}]})
+        "judge_runs": [{"pool": "p", "votes": 8, "failures": 2}]})
     from PIL import Image
 
     Image.new("RGB", (4, 4)).save(study / "preference.png")
@@ -123,9 +123,9 @@ def test_llm_views_and_pairwise_sections(tmp_path):
     assert summary["sections"]["llm_views"]["status"] == "ok" and summary["sections"]["pairwise"]["status"] == "ok"
     report = (tmp_path / "report" / "report.md").read_text()
     section = report.split("## RobustCLAP views from a real LLM")[1].split("\n## ")[0]
-    assert "| view2 |" in section and "check: new 1" in section and "dropped (check: new sound event(s): drum)" in section
+    assert "| view2 (1) |" in section and "check: new 1" in section and "dropped (check: new sound event(s): drum)" in section
     section = report.split("## Pairwise A/B study with LLM judges")[1].split("\n## ")[0]
-    assert "| x |" in section and "Fleiss kappa within each judge pool: p 0.400" in section
+    assert "| x (8 votes) | 0.750 |" in section and "Fleiss kappa within each judge pool: p 0.400" in section
     assert "p 2 of 10" in section and (tmp_path / "report" / "figures" / "pairwise_preference.png").is_file()
     empty = collect_and_report(CollectParams(out_dir=str(tmp_path / "i2"), llm_views=str(tmp_path / "no"),
                                              pairwise=str(tmp_path / "no")), tmp_path / "r2")

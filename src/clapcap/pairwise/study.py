@@ -91,13 +91,17 @@ def run_pairwise_study(params: PairwiseStudyParams) -> dict[str, Any]:
     pairs_path = out / "pairs.csv"
     pairs = build_pairs_file(params.systems, params.reference_split, pairs_path,
                              include_reference=params.include_reference, n_clips=params.n_clips, seed=params.seed)
-    counts = []
     with served(params.engine, params.judges[0].base_url) as url:
         for judge in params.judges:
-            cfg = replace(judge, base_url=url) if params.engine.kind != "none" else judge
-            counts.append(run_judges(pairs_path, params.votes_db, cfg))
+            run_judges(pairs_path, params.votes_db, replace(judge, base_url=url) if params.engine.kind != "none"
+                       else judge)
     items = set(pairs["item_id"])
-    judges_votes = VoteStore(params.votes_db).votes()
+    store = VoteStore(params.votes_db)
+    judges_votes, failures = store.votes(), store.failures()
+    # What the store holds for this study's items (not what this run added): the same on a rerun.
+    counts = [{"pool": j.pool, "votes": int(((judges_votes["pool"] == j.pool) & judges_votes["item_id"].isin(items)).sum()),
+               "failures": int(((failures["pool"] == j.pool) & failures["item_id"].isin(items)).sum())}
+              for j in params.judges]
     human = _human_votes(Path(params.human_dir))
     votes = pd.concat([judges_votes, human], ignore_index=True) if not human.empty else judges_votes
     votes = votes[votes["item_id"].isin(items)]  # a vote on an item the study no longer has is left out

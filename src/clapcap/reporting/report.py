@@ -203,13 +203,14 @@ def _findings_section(findings: list[dict[str, Any]], _ctx: dict[str, Any]) -> S
 def _llm_views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     report, records = data["report"], data["records"]
     acc = report["acceptance"]
-    rows = [Row(name=view, values={k: float(acc[view][k]) for k in ("n", "accepted_rate", "corrected_rate",
-                                                                     "dropped_rate")},
+    rows = [Row(name=f"{view} ({acc[view]['n']})",
+                values={k: float(acc[view][k]) for k in ("accepted_rate", "corrected_rate", "dropped_rate")},
                 cells={"drop reasons": ", ".join(f"{r} {n}" for r, n in acc[view]["drop_reasons"].items())})
             for view in acc]
-    table = Table(SECTIONS["llm_views"], rows, ["n", "accepted_rate", "corrected_rate", "dropped_rate"],
+    table = Table(SECTIONS["llm_views"], rows, ["accepted_rate", "corrected_rate", "dropped_rate"],
                   ["drop reasons"], bold=False,
-                  notes=[f"{report['n_captions']} captions of {report['n_clips']} clips; accepted: kept as "
+                  notes=[f"{report['n_captions']} captions of {report['n_clips']} clips (views per row in "
+                         "brackets); accepted: kept as "
                          "generated; corrected: rewritten by the correction pass; dropped: failed a step or a "
                          "mechanical check (null in the manifest)."])
     kept = [r for r in records if r["status"] != "dropped"][:3]
@@ -224,9 +225,9 @@ def _llm_views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
 def _pairwise_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     agreement, png = data["agreement"], data["png"]
     pref = agreement["preference"].get("all judges", {})
-    rows = [Row(name=system, values={k: float(v[k]) for k in ("rate", "ci_low", "ci_high", "votes")})
+    rows = [Row(name=f"{system} ({v['votes']} votes)", values={k: float(v[k]) for k in ("rate", "ci_low", "ci_high")})
             for system, v in sorted(pref.items())]
-    table = Table(SECTIONS["pairwise"], rows, ["rate", "ci_low", "ci_high", "votes"],
+    table = Table(SECTIONS["pairwise"], rows, ["rate", "ci_low", "ci_high"], bold=False,
                   notes=["Preference rate over every LLM judge: (wins + ties/2) / votes; 95 % percentile "
                          "bootstrap interval over clips."])
     kappa = agreement["agreement"]
@@ -235,13 +236,12 @@ def _pairwise_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     cohen = [v["kappa"] for v in kappa["judge_vs_judge"].values() if v["kappa"] is not None]
     bias = ", ".join(f"{p} {v['first_shown_rate']:.2f}" for p, v in agreement["position_bias"].items()
                      if v["first_shown_rate"] is not None)
-    failed = ", ".join(f"{c['pool']} {c['failures']} of {c['votes'] + c['failures'] + c['skipped']}"
-                       for c in agreement["judge_runs"])
-    text = (f"{agreement['n_items']} items, {agreement['n_votes']} votes ({agreement['n_human_votes']} human). "
+    failed = ", ".join(f"{c['pool']} {c['failures']} of {c['votes'] + c['failures']}" for c in agreement["judge_runs"])
+    text = (f"{agreement['n_items']} items with a vote, {agreement['n_votes']} votes ({agreement['n_human_votes']} human). "
             f"Fleiss kappa within each judge pool: {fleiss}. Mean Cohen kappa over judge pairs: "
             + (f"{sum(cohen) / len(cohen):.3f} ({len(cohen)} pairs)" if cohen else "undefined")
             + f". Share of votes for the caption shown first: {bias}. Judgements with no usable answer "
-            f"(this run): {failed}.\n")
+            f"(asked again on every run): {failed}.\n")
     return Section(text=text, tables={"pairwise": table}, copied={"pairwise_preference": str(png)})
 
 
