@@ -78,3 +78,36 @@ def test_real_server_answers_through_the_client_and_stops(tmp_path):
             raise RuntimeError("planted")
     alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"server still running: {alive}"
+
+
+@pytest.mark.engine
+def test_real_llm_views_end_to_end(tiny_corpus, tmp_path):
+    """The robust_paraphrase_llm step on one clip of the tiny corpus with the real engine: every
+    caption gets both views recorded (accepted, corrected or dropped with a reason), the rates
+    add up, and a rerun asks nothing again (the call cache holds every answer)."""
+    import json
+
+    from clapcap.config import from_dict
+    from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
+
+    def params(out: str) -> ParaphraseParams:
+        return from_dict(ParaphraseParams, {
+            "backend": "llm", "dataset_dir": str(tiny_corpus), "out_dir": str(tmp_path / out), "splits": ["test"],
+            "max_clips": 1, "heldout_splits": [], "track": False,
+            "llm": {"engine": {"kind": "llama_cpp", "python": ENGINE_PYTHON, "log_path": str(tmp_path / "e.log")},
+                    "base_url": "", "model": "smollm2-135m-instruct", "env_file": "", "max_tokens": 96,
+                    "workers": 1, "max_retries": 1, "cache_path": str(tmp_path / "cache.jsonl"),
+                    "extra_body": {"seed": 0}}})
+
+    report = paraphrase_dataset(params("a"), progress=False)
+    records = json.loads((tmp_path / "a" / "view_records.json").read_text())
+    n = report["n_captions"]
+    assert n >= 1 and len(records) == 2 * n
+    assert {r["status"] for r in records} <= {"accepted", "corrected", "dropped"}
+    assert all(r["reason"] for r in records if r["status"] == "dropped")
+    acc = report["acceptance"]["all"]
+    assert acc["accepted"] + acc["corrected"] + acc["dropped"] == 2 * n
+    lines = (tmp_path / "cache.jsonl").read_text().splitlines()
+    again = paraphrase_dataset(params("b"), progress=False)
+    assert (tmp_path / "cache.jsonl").read_text().splitlines() == lines  # no new call
+    assert again["acceptance"] == report["acceptance"]
