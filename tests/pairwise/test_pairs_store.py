@@ -111,3 +111,21 @@ def test_server_http_flow(study, tmp_path):
     order = shown_order(0, "r1", item_id)
     assert votes["choice"].tolist() == [order[0]] and votes["shown_order"].tolist() == [order]
     pd.testing.assert_series_equal(votes["item_id"], pd.Series([item_id], name="item_id"))
+
+
+def test_pairs_file_holds_no_machine_path(tmp_path):
+    """audio_path is written relative to the pairs file and read back absolute: two clones of a
+    study write the same bytes."""
+    from clapcap.pairwise.pairs import read_pairs, write_pairs
+
+    files = []
+    for clone in ("a", "b"):
+        wav = tmp_path / clone / "data" / "c1.wav"
+        wav.parent.mkdir(parents=True)
+        wav.write_bytes(b"RIFF")
+        row = {"item_id": "c1::x|y", "pair_id": "x|y", "clip_id": "c1", "system_a": "x", "system_b": "y",
+               "caption_a": "a", "caption_b": "b", "reference": "r", "audio_path": str(wav)}
+        out = write_pairs(pd.DataFrame([row]), tmp_path / clone / "results" / "pairs.csv")
+        files.append(out.read_bytes())
+        assert read_pairs(out)["audio_path"].iloc[0] == str(wav)
+    assert files[0] == files[1] and b"../data/c1.wav" in files[0]

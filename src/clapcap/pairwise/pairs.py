@@ -4,7 +4,8 @@ A *pairs file* (CSV) has one row per item with the columns ``item_id``, ``pair_i
 ``clip_id``, ``system_a``, ``system_b``, ``caption_a``, ``caption_b``, ``reference``
 (the first reference caption of the clip, which text judges see) and ``audio_path``
 (may be empty when the split gives none: text judges can still vote, but the rating
-page refuses such a file). An ``audio_path`` that names no file is refused by
+page refuses such a file; written relative to the pairs file's folder, and read back as
+absolute paths). An ``audio_path`` that names no file is refused by
 :func:`make_pairs` and :func:`read_pairs`, with the file line of the clip (1-based, the
 header is line 1).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -154,9 +156,13 @@ def _check_reference_audio(reference: pd.DataFrame, clips: list[str]) -> None:
 
 
 def write_pairs(pairs: pd.DataFrame, path: str | Path) -> Path:
-    """Atomically write a pairs CSV. Returns the path."""
+    """Atomically write a pairs CSV, each ``audio_path`` relative to the file's folder (no
+    machine path in the file: a copy or a clone elsewhere reads the same bytes). Returns the path."""
+    folder = Path(path).absolute().parent
+    out = pairs.copy()
+    out["audio_path"] = [os.path.relpath(p, folder) if p else "" for p in out["audio_path"]]
     with atomic_path(path) as tmp:
-        pairs.to_csv(tmp, index=False)
+        out.to_csv(tmp, index=False)
     return Path(path)
 
 
@@ -178,6 +184,10 @@ def read_pairs(path: str | Path, *, require_audio: bool = False) -> pd.DataFrame
     if missing:
         raise RatingsError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(PAIR_COLUMNS)}")
     lines = [file_line(df, i) for i in range(len(df))]
+    # A relative audio_path is relative to the pairs file (write_pairs). Made absolute without
+    # following links: the rating page checks where a link points (audio_files).
+    root = path.absolute().parent
+    df["audio_path"] = [os.path.abspath(root / p) if p and not Path(p).is_absolute() else p for p in df["audio_path"]]
     dup = df.duplicated("item_id").to_numpy().nonzero()[0]
     if dup.size:
         raise RatingsError(f"{path}: row {lines[dup[0]]}: duplicated item_id {df['item_id'].iloc[dup[0]]!r}")
