@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup engine browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
+.PHONY: setup engine assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -57,11 +57,31 @@ $(ENGINE_STAMP): requirements/engine.txt
 	$(ENGINE_VENV)/bin/python -c "import llama_cpp.server"
 	@touch $@
 
+# The real-recordings benchmark's sources that are files, not installed packages
+# (clapcap.data.real_bench, docs/real.md): Debian's gcompris-qt-data (animals, instruments and
+# effects in Qt resource files; 44 MB, fetched with `apt-get download`, nothing installed) and
+# pytest-audioeval's wheel (speech; downloaded, not installed: it is a pytest plugin).
+# params.yaml `real_data` pins both by SHA-256; the prepare_real stage checks them.
+ASSETS ?= .assets
+GCOMPRIS_DEB := $(ASSETS)/gcompris-qt-data_3.1-2_all.deb
+AUDIOEVAL_WHEEL := $(ASSETS)/pytest_audioeval-0.1.3-py3-none-any.whl
+assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL)
+
+$(GCOMPRIS_DEB):
+	@mkdir -p $(ASSETS)
+	@cd $(ASSETS) && { apt-get download -qq gcompris-qt-data=3.1-2 2>/dev/null || { \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq && \
+	  apt-get download -qq gcompris-qt-data=3.1-2 2>/dev/null; } || \
+	  { echo "make: could not download Debian's gcompris-qt-data 3.1-2 into $(ASSETS)"; exit 1; }; }
+
+$(AUDIOEVAL_WHEEL): | $(STAMP)
+	$(PIP) download -q --no-deps pytest-audioeval==0.1.3 -d $(ASSETS)
+
 # JOBS stages at once (clapcap.repro: `dvc repro --single-item` per stage, in dependency order;
 # JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.
 JOBS ?= 2
 STUDY ?=
-repro: setup engine
+repro: setup engine assets
 	@test -d .dvc || $(VENV)/bin/dvc init -q
 	$(VENV)/bin/clapcap pipeline repro --jobs $(JOBS) $(if $(STUDY),--study $(STUDY))
 	$(VENV)/bin/dvc push -q || echo "dvc push to the default remote failed; results are still in .dvc/cache"
@@ -78,14 +98,14 @@ browser:
 	  || { echo "make: could not install chromium: run 'apt-get install chromium' yourself"; exit 1; }; \
 	fi
 
-test: setup browser
+test: setup browser assets
 	$(VENV)/bin/pytest -q
 
 # A real Prefect server with two process workers, and DVC's experiment queue (docs/scaling.md).
 test-distributed: setup
 	$(VENV)/bin/pytest -q -m distributed
 
-test-all: setup browser
+test-all: setup browser assets
 	$(VENV)/bin/pytest -q -m "slow or not slow"
 
 # A shared tracking server, tested for real: the `services` tests start PostgreSQL (initdb and

@@ -102,6 +102,9 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
+    "real_benchmark": "clapcap.experiments.real:RealBenchParams",
+    "real_captioning": "clapcap.experiments.real:RealCaptionParams",
+    "real_data": "clapcap.data.real_bench:RealDataParams",
     "caption_sbert": "clapcap.evaluation.caption_scores:CaptionScoreParams",
     "captioning": "clapcap.captioning.config:CaptioningParams",
     "checkpoint_identity": "clapcap.encoders.config:IdentityParams",

@@ -32,7 +32,8 @@ DEFAULT_PARAMS = Path("params.yaml")
 # its stage would run on its defaults.
 PARAMS_SECTIONS = frozenset({
     "caption_sbert", "captioning", "checkpoint_identity", "clap_variants", "compute", "data", "embed",
-    "embed_pretrained", "music_subset", "pairwise", "reference", "reference_baselines", "report", "report_inputs",
+    "embed_pretrained", "music_subset", "pairwise", "real_benchmark", "real_captioning", "real_data", "reference",
+    "reference_baselines", "report", "report_inputs",
     "retrieval", "robust_benchmark", "robust_control", "robust_paraphrase", "robust_paraphrase_llm", "robust_seeds",
     "robust_text_store", "robust_train", "train_clap",
 })

@@ -130,3 +130,34 @@ def test_llm_views_and_pairwise_sections(tmp_path):
     empty = collect_and_report(CollectParams(out_dir=str(tmp_path / "i2"), llm_views=str(tmp_path / "no"),
                                              pairwise=str(tmp_path / "no")), tmp_path / "r2")
     assert empty["sections"]["pairwise"]["status"] == "not run"
+
+
+def test_real_recordings_section(tmp_path):
+    """The real benchmark's section from the files its stages write: retrieval against chance,
+    captioning with the offline-unavailable metrics named, and a figure."""
+    ci = {"r@10": {"low": 0.05, "high": 0.12}}
+    res = {b: {d: {"r@10": 0.08 if d == "t2a" else 0.04, "ci": ci} for d in ("t2a", "a2t")}
+           for b in ("original", "view1")}
+    _write(tmp_path / "real" / "benchmark.json", {
+        "n_clips": 129, "params": {"benchmarks": {"original": "captions", "view1": "paraphrases_v1"}},
+        "chance": {"r@10": {"t2a": 0.0776, "a2t": 0.0761}}, "models": {"CLAP": res, "RobustCLAP": res}})
+    _write(tmp_path / "real" / "captioning" / "scores.json", {"n_clips": 129, "systems": {
+        "champion (gpt2_seed0)": {"corpus": {"cider_d": 0.013, "sbert_sim_minilm": 0.32},
+                                  "ci": {"sbert_sim_minilm": [0.30, 0.34]}, "unavailable": {"fense": "no asset"}},
+        "retrieval captioner": {"corpus": {"cider_d": 0.008, "sbert_sim_minilm": 0.35},
+                                "ci": {"sbert_sim_minilm": [0.33, 0.36]}, "unavailable": {"fense": "no asset"}}}})
+    _write(tmp_path / "data" / "dataset.json", {"n_clips": 129, "by_source": {"gcompris": 92, "ovos_animals": 10},
+                                                "total_seconds": 814.5, "dropped": [{"clip_id": "x"}]})
+    params = CollectParams(out_dir=str(tmp_path / "inputs"), real=str(tmp_path / "real"),
+                           real_dataset=str(tmp_path / "data"))
+    summary = collect_and_report(params, tmp_path / "report")
+    assert summary["sections"]["real"]["status"] == "ok"
+    report = (tmp_path / "report" / "report.md").read_text()
+    section = report.split("## Real recordings (no generator made them)")[1].split("\n## ")[0]
+    assert "| chance | 0.078 | 0.076 | 0.078 | 0.076 |" in section
+    assert "| CLAP | 0.080 | 0.040 | 0.080 | 0.040 |" in section
+    assert "Metrics unavailable offline: fense" in section and "(gcompris 92, ovos_animals 10; 814.5 s)" in section
+    assert (tmp_path / "report" / "figures" / "real.png").stat().st_size > 1000
+    missing = collect_and_report(CollectParams(out_dir=str(tmp_path / "i2"), real=str(tmp_path / "no"),
+                                               real_dataset=str(tmp_path / "data")), tmp_path / "r2")
+    assert missing["sections"]["real"]["status"] == "not run"

@@ -15,8 +15,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _inputs(tmp_path: Path) -> dict:
-    # The two LLM sections read their stages' own files: tested in tests/reporting/test_collect.py.
-    inputs = {key: FIXTURES / f"{key}.json" for key in SECTIONS if key not in ("llm_views", "pairwise")}
+    # The LLM and real-recordings sections read their stages' own files: tested in
+    # tests/reporting/test_collect.py.
+    inputs = {key: FIXTURES / f"{key}.json" for key in SECTIONS if key not in ("llm_views", "pairwise", "real")}
     # An LR-search figure made elsewhere (a PNG pointer) next to an Optuna result JSON.
     png_src = tmp_path / "made_elsewhere.png"
     import matplotlib.pyplot as plt
@@ -33,7 +34,7 @@ def _inputs(tmp_path: Path) -> dict:
 def test_full_report_from_fixtures(tmp_path):
     out = tmp_path / "report"
     summary = build_report(_inputs(tmp_path), out)
-    llm = {"llm_views", "pairwise"}
+    llm = {"llm_views", "pairwise", "real"}
     assert all(s["status"] == "ok" for k, s in summary["sections"].items() if k not in llm)
     assert {summary["sections"][k]["status"] for k in llm} == {"not run"}
     md = (out / "report.md").read_text()
@@ -69,7 +70,7 @@ def test_full_report_from_fixtures(tmp_path):
                               "lr_search_gpt2_stage_1.png", "lr_search_t5_stage_1.png",
                               "lr_search_encoder_sweep.png", "retrieval_leaderboard.png"])
     assert all((out / "figures" / f).stat().st_size > 1000 for f in figures)
-    assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 2
+    assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 3
     assert "lr=0.001" in md
     assert json.loads((out / "report.json").read_text()) == summary
 

@@ -227,6 +227,23 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
     assert by_id["robust.original.t2a_r10.vs_base"]["noise_floors"] == {"b": 0.0}
     assert "| **" in (tmp_path / "f.md").read_text()
 
+    # The real benchmark scores the same seed models (found, not retrained) on another dataset.
+    from clapcap.data.prepare import load_dataset
+    from clapcap.experiments.real import RealBenchParams, run_real_retrieval
+
+    real = RealBenchParams(dataset_dir=str(root / "para"), out_dir=str(tmp_path / "real"),
+                           conclusions=str(tmp_path / "real.json"), findings_md=str(tmp_path / "real.md"))
+    result = run_real_retrieval(real, bench, study, cand, ctrl)
+    n = len(load_dataset(root / "para").split("test"))
+    assert result["chance"]["r@10"]["t2a"] == pytest.approx(min(10, n) / n)
+    real_found = {f["id"]: f for f in json.loads((tmp_path / "real.json").read_text())["findings"]}
+    assert {"real.clap.t2a_r10.vs_chance", "real.robustclap.a2t_r10.vs_chance", "real.control.t2a_r10.vs_chance",
+            "real.robust.view2.t2a_r10.vs_control", "real.robust.zero_shot.map10.vs_base"} <= set(real_found)
+    assert real_found["real.robust.view2.t2a_r10.vs_control"]["seeds"]["a"] == [0, 1]
+    same = by_id["robust.view2.t2a_r10.vs_control"]  # same models, same test split: same effect
+    assert real_found["real.robust.view2.t2a_r10.vs_control"]["effect"] == pytest.approx(same["effect"])
+    assert result["register"]["decision"] is False
+
 
 def test_seed_study_refuses_bad_params(robust_setup, tmp_path):
     from clapcap.robust.config import RobustSeedParams

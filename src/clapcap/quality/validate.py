@@ -66,6 +66,25 @@ def validate_data(params: DataParams, report_dir: str | Path, *,
     return report
 
 
+def validate_prepared(dataset_dir: str | Path, report_dir: str | Path, *, min_duration_s: float,
+                      max_duration_s: float) -> ValidationReport:
+    """The manifest suite on a prepared folder that no ``data`` params built (the real
+    benchmark's ``data/real``): any sample rate the decoder reads, the given duration limits.
+
+    Raises:
+        DataValidationError: when any expectation fails (after the report is written).
+    """
+    ds = load_dataset(dataset_dir)
+    rates = sorted({int(r) for r in ds.manifest["sample_rate"]})
+    report = validate_manifest(ds.manifest, min_duration_s=min_duration_s, max_duration_s=max_duration_s,
+                               allowed_sample_rates=[r for r in rates if 8000 <= r <= 192000])
+    _, md = write_report(report, report_dir)
+    if not report.success:
+        raise DataValidationError(f"{dataset_dir}: data validation failed, see {md}:\n" + "\n".join(report.failures()))
+    logger.info("%s: data validation passed", dataset_dir)
+    return report
+
+
 def validate_dump_file(dump_path: str | Path, report_dir: str | Path, *,
                        min_norm: float = 1e-6, max_norm: float = 1e6) -> ValidationReport:
     """Run the dump suite on an embedding dump file; write the report; raise on failure."""

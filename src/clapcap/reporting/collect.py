@@ -44,6 +44,8 @@ class CollectParams:
     lr_search_figures: dict[str, str] = field(default_factory=dict)  # name -> PNG made by the search
     llm_views: str = ""  # a robust_paraphrase_llm output folder (paraphrase_report.json, view_records.json)
     pairwise: str = ""   # the pairwise study's output folder (agreement.json, preference.png)
+    real: str = ""       # the real benchmark's results folder (benchmark.json, captioning/scores.json)
+    real_dataset: str = ""  # its prepared dataset (dataset.json)
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -206,6 +208,10 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
     study = [Path(params.pairwise) / n for n in ("agreement.json", "preference.png")] if params.pairwise else []
     if study and all(v.is_file() for v in study):
         inputs["pairwise"] = [str(v) for v in study]
+    real = [Path(params.real) / "benchmark.json", Path(params.real) / "captioning" / "scores.json",
+            Path(params.real_dataset) / "dataset.json"] if params.real and params.real_dataset else []
+    if real and all(v.is_file() for v in real):
+        inputs["real"] = [str(v) for v in real]
     write_json(out / "inputs.json", inputs)
     return inputs
 

@@ -136,6 +136,27 @@ def leaderboard_plot(board: pd.DataFrame, top: int = 30) -> Figure:
     return fig
 
 
+def interval_chart(groups: Mapping[str, Sequence[tuple[str, float, float, float]]], title: str,
+                   chance: Mapping[str, float] | None = None) -> Figure:
+    """One panel per group: a bar per ``(name, value, ci_low, ci_high)`` with its interval, and
+    a dashed line at the group's chance level where ``chance`` gives one."""
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.4), squeeze=False)
+    for ax, (group, bars) in zip(axes[0], groups.items(), strict=True):
+        names = [b[0] for b in bars]
+        values = [b[1] for b in bars]
+        # Clipped at 0: a percentile interval may, rarely, not contain the point estimate.
+        err = [[max(0.0, b[1] - b[2]) for b in bars], [max(0.0, b[3] - b[1]) for b in bars]]
+        ax.bar(range(len(bars)), values, yerr=err, capsize=4, color="#4878a8")
+        if chance and group in chance:
+            ax.axhline(chance[group], ls="--", color="#c44e52", label=f"chance {chance[group]:.3f}")
+            ax.legend(fontsize=8)
+        ax.set_xticks(range(len(bars)), names, rotation=20, ha="right", fontsize=8)
+        ax.set_title(group, fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def close(fig: Figure) -> None:
     """Release a figure's memory."""
     plt.close(fig)

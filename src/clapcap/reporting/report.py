@@ -17,7 +17,9 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
 - ``llm_views``: a real LLM's RobustCLAP views (``paraphrase_report.json``,
   ``view_records.json``): acceptance rates per view, drop reasons, examples;
 - ``pairwise``: the pairwise study (``agreement.json``, ``preference.png``): preference rates
-  with bootstrap intervals, Fleiss and Cohen kappas, position bias.
+  with bootstrap intervals, Fleiss and Cohen kappas, position bias;
+- ``real``: the real-recordings benchmark (``benchmark.json``, ``captioning/scores.json``, the
+  dataset's ``dataset.json``): retrieval against chance and captioning, with a figure.
 
 A section without inputs, or whose input files do not exist yet, says "not run".
 Outputs in ``out_dir``: ``report.md``, ``report.tex``, ``report.json`` (what ran),
@@ -60,6 +62,7 @@ SECTIONS: dict[str, str] = {
     "retrieval": "Retrieval in the AudioCaps text-to-audio leaderboard",
     "llm_views": "RobustCLAP views from a real LLM",
     "pairwise": "Pairwise A/B study with LLM judges",
+    "real": "Real recordings (no generator made them)",
 }
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
 
@@ -245,11 +248,54 @@ def _pairwise_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     return Section(text=text, tables={"pairwise": table}, copied={"pairwise_preference": str(png)})
 
 
+def _real_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    bench, caps, info = data["benchmark"], data["captioning"], data["dataset"]
+    k = next(iter(bench["chance"]))
+    chance = bench["chance"][k]
+    rows = [Row(name="chance", values={f"{b} {d}": chance[d] for b in bench["params"]["benchmarks"]
+                                       for d in ("t2a", "a2t")})]
+    bars: dict[str, list[tuple[str, float, float, float]]] = {f"t2a {k}, original captions": [],
+                                                               f"a2t {k}, original captions": []}
+    for name, res in bench["models"].items():
+        rows.append(Row(name=name, values={f"{b} {d}": res[b][d][k] for b in bench["params"]["benchmarks"]
+                                           for d in ("t2a", "a2t")}))
+        for d in ("t2a", "a2t"):
+            ci = res["original"][d]["ci"][k]
+            bars[f"{d} {k}, original captions"].append((name, res["original"][d][k], ci["low"], ci["high"]))
+    cols = [f"{b} {d}" for b in bench["params"]["benchmarks"] for d in ("t2a", "a2t")]
+    retrieval = Table(f"{SECTIONS['real']}: retrieval {k}", rows, cols, bold=False,
+                      notes=[f"{bench['n_clips']} clips; chance: a random ranking's expected {k} "
+                             "(clapcap.experiments.real). Intervals and findings: results/real/."])
+    metrics = ["cider_d", "meteor", "rouge_l", "bleu_1", "sbert_sim_minilm"]
+    cap_rows, cap_bars = [], []
+    for name, res in caps["systems"].items():
+        cap_rows.append(Row(name=name, values={m: res["corpus"].get(m) for m in metrics}))
+        if "sbert_sim_minilm" in res["ci"]:
+            lo, hi = res["ci"]["sbert_sim_minilm"]
+            cap_bars.append((name.split(" (")[0], res["corpus"]["sbert_sim_minilm"], lo, hi))
+    unavailable = sorted({m for res in caps["systems"].values() for m in res["unavailable"]})
+    captioning = Table(f"{SECTIONS['real']}: captioning", cap_rows, metrics,
+                       notes=["Metrics unavailable offline: " + (", ".join(unavailable) or "none")
+                              + " (their assets do not install from the registries)."])
+    if cap_bars:
+        bars["captioning sbert_sim_minilm"] = cap_bars
+    fig = figs.interval_chart(bars, SECTIONS["real"], chance={g: chance[g.split()[0]] for g in bars
+                                                              if g.split()[0] in chance})
+    sources = ", ".join(f"{n} {c}" for n, c in info["by_source"].items())
+    text = (f"{info['n_clips']} real clips ({sources}; {info['total_seconds']} s), captioned by rule from "
+            f"their file names (docs/real.md); {len(info['dropped'])} left out by the duration limits. "
+            "Every model here was trained on the synthetic corpus only.\n")
+    return Section(text=text, tables={"real_retrieval": retrieval, "real_captioning": captioning},
+                   figures={"real": fig})
+
+
 def _load(key: str, paths: Sequence[str | Path]) -> Any:
     if key == "llm_views":
         return {"report": read_json(paths[0]), "records": read_json(paths[1])}
     if key == "pairwise":
         return {"agreement": read_json(paths[0]), "png": paths[1]}
+    if key == "real":
+        return {"benchmark": read_json(paths[0]), "captioning": read_json(paths[1]), "dataset": read_json(paths[2])}
     if key == "findings":
         return [f for p in paths for f in load_conclusions(p).values()]
     return load_lr_search(paths) if key == "lr_search" else load_table_input(paths)
@@ -270,6 +316,8 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return _llm_views_section(data, ctx)
     if key == "pairwise":
         return _pairwise_section(data, ctx)
+    if key == "real":
+        return _real_section(data, ctx)
     return _retrieval_section(data, ctx)
 
 

@@ -61,6 +61,19 @@ _FINDINGS = (
 )
 
 
+def _seed_run(params: RobustTrainParams, study: RobustSeedParams, label: str, seed: int) -> RobustTrainParams:
+    return replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False,
+                   feature_cache=str(Path(study.out_dir) / "cache"))  # audio features computed once
+
+
+def seed_model_dirs(params: RobustTrainParams, study: RobustSeedParams, label: str) -> dict[int, str]:
+    """Seed -> model folder, as :func:`run_seed_study` leaves them: the stage's own model for
+    its seed, ``<study.out_dir>/<label>/seed<k>/model`` for the others."""
+    return {seed: str(Path(params.out_dir if seed == params.seed else _seed_run(params, study, label, seed).out_dir)
+                      / "model")
+            for seed in study.seeds}
+
+
 def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
                  progress: bool, compute: Compute) -> dict[int, str]:
     """Seed -> model folder: the stage's own model for its seed, a fine-tune for the others."""
@@ -69,8 +82,7 @@ def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
         if seed == params.seed:
             out[seed] = str(Path(params.out_dir) / "model")
             continue
-        run = replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False,
-                      feature_cache=str(Path(study.out_dir) / "cache"))  # audio features computed once
+        run = _seed_run(params, study, label, seed)
         logger.info("fine-tuning %s with seed %d -> %s", label, seed, run.out_dir)
         out[seed] = train_robust_clap(run, progress=progress, compute=compute).model_dir
     return out
@@ -107,6 +119,16 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
                          "the seed study pairs them seed by seed")
     dirs = {"candidate": _seed_models(train, study, "candidate", progress, compute),
             "control": _seed_models(control, study, "control", progress, compute)}
+    findings = seed_findings(bench, study, dirs, compute=compute)
+    publish_findings(findings, study.conclusions, study.findings_md)
+    return findings
+
+
+def seed_findings(bench: RobustBenchParams, study: RobustSeedParams, dirs: dict[str, dict[int, str]], *,
+                  prefix: str = "robust", compute: Compute | None = None) -> list[dict]:
+    """Score the base and every seed's candidate and control (``dirs``: role -> seed -> model
+    folder) on ``bench``'s dataset and test the module's findings, with ids ``<prefix>.<name>``.
+    A finding whose benchmark ``bench`` lacks is not tested."""
     df = load_dataset(bench.paraphrase_dir).split(bench.split)
     waves, _ = load_waves(bench.paraphrase_dir, bench.split, sample_rate_of(bench))
     scoring = replace(bench, out_dir=study.results_dir, n_resamples=10)  # per-model CIs unused here
@@ -117,9 +139,9 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
     findings = []
     for suffix, statement, b, direction, metric, against, claim, with_margin in _FINDINGS:
         if b != ZS and b not in bench.benchmarks:  # e.g. no held-out view on a real dataset
-            logger.info("robust_seeds: no %r benchmark; finding robust.%s not tested", b, suffix)
+            logger.info("no %r benchmark; finding %s.%s not tested", b, prefix, suffix)
             continue
-        spec = FindingSpec(id=f"robust.{suffix}", statement=statement, metric=f"{b}/{direction}/{metric}",
+        spec = FindingSpec(id=f"{prefix}.{suffix}", statement=statement, metric=f"{b}/{direction}/{metric}",
                            a=bench.candidate, b=bench.base if against == "base" else study.control,
                            claim=claim, margin=study.margin if with_margin else 0.0)
         a = _scores(pqs["candidate"], b, direction, metric)
@@ -130,5 +152,4 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
             other = _scores(pqs["control"], b, direction, metric)
         findings.append(evaluate_finding(spec, a, other, paired_seeds=against == "control",
                                          n_resamples=study.n_resamples, confidence=study.confidence))
-    publish_findings(findings, study.conclusions, study.findings_md)
     return findings
