@@ -98,7 +98,7 @@ browser:
 	  || { echo "make: could not install chromium: run 'apt-get install chromium' yourself"; exit 1; }; \
 	fi
 
-test: setup browser assets
+test: setup browser
 	$(VENV)/bin/pytest -q
 
 # A real Prefect server with two process workers, and DVC's experiment queue (docs/scaling.md).

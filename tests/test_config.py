@@ -102,6 +102,7 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
+    "caption_vocab": "clapcap.evaluation.caption_vocab:CaptionVocabParams",
     "real_benchmark": "clapcap.experiments.real:RealBenchParams",
     "real_captioning": "clapcap.experiments.real:RealCaptionParams",
     "real_data": "clapcap.data.real_bench:RealDataParams",

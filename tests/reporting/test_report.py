@@ -68,10 +68,15 @@ def test_full_report_from_fixtures(tmp_path):
     assert figures == sorted(["findings.png", "lm_ablation.png", "arch_ablation.png", "decoding_ablation.png",
                               "encoder_ablation.png", "reference_comparison.png",
                               "lr_search_gpt2_stage_1.png", "lr_search_t5_stage_1.png",
-                              "lr_search_encoder_sweep.png", "retrieval_leaderboard.png"])
+                              "lr_search_encoder_sweep.png", "retrieval_leaderboard.png", "vocab.png"])
     assert all((out / "figures" / f).stat().st_size > 1000 for f in figures)
     assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 3
     assert "lr=0.001" in md
+    # Vocabulary: the references' row, configurations over seeds, a reference captioner's row.
+    vocab_md = (out / "tables" / "vocab.md").read_text()
+    assert "| references (1000 captions) | 100.000 | 13.970 |" in vocab_md
+    assert "| gpt2 (3 seeds, 200 clips) | 69.333 ± " in vocab_md and "| retrieval_captioner (200 clips) | 97.000 | 15.235 | 0.790 | 1.000 |" in vocab_md
+    assert "SPIDEr-FL is not computed" in vocab_md
     assert json.loads((out / "report.json").read_text()) == summary
 
 

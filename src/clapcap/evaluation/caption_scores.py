@@ -58,7 +58,8 @@ def prediction_files(captioning_dir: str | Path) -> dict[str, Path]:
     return files
 
 
-def _config_of(name: str) -> tuple[str, int] | None:
+def config_of(name: str) -> tuple[str, int] | None:
+    """``(configuration, training seed)`` of a record name, or None when it names no seed."""
     if name.startswith("decoding/"):
         _, lm, seed_dir, config = name.split("/")
         return f"decoding/{lm}/{config}", int(seed_dir.removeprefix("seed"))
@@ -70,7 +71,7 @@ def summarize_configs(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     """Mean and sample std (ddof=1; None for one seed) of the corpus score over each configuration's seeds."""
     groups: dict[str, dict[int, float]] = {}
     for name, rec in runs.items():
-        key = _config_of(name)
+        key = config_of(name)
         if key is not None:
             groups.setdefault(key[0], {})[key[1]] = rec["corpus"]
     out = {}

@@ -46,6 +46,7 @@ class CollectParams:
     pairwise: str = ""   # the pairwise study's output folder (agreement.json, preference.png)
     real: str = ""       # the real benchmark's results folder (benchmark.json, captioning/scores.json)
     real_dataset: str = ""  # its prepared dataset (dataset.json)
+    vocab: str = ""      # caption_vocab's output (vocabulary and length of generated captions)
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -212,6 +213,8 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
             Path(params.real_dataset) / "dataset.json"] if params.real and params.real_dataset else []
     if real and all(v.is_file() for v in real):
         inputs["real"] = [str(v) for v in real]
+    if params.vocab and Path(params.vocab).is_file():
+        inputs["vocab"] = [params.vocab]
     write_json(out / "inputs.json", inputs)
     return inputs
 

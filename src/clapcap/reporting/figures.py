@@ -137,10 +137,11 @@ def leaderboard_plot(board: pd.DataFrame, top: int = 30) -> Figure:
 
 
 def interval_chart(groups: Mapping[str, Sequence[tuple[str, float, float, float]]], title: str,
-                   chance: Mapping[str, float] | None = None) -> Figure:
-    """One panel per group: a bar per ``(name, value, ci_low, ci_high)`` with its interval, and
-    a dashed line at the group's chance level where ``chance`` gives one."""
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.4), squeeze=False)
+                   chance: Mapping[str, float] | None = None, line_label: str = "chance") -> Figure:
+    """One panel per group: a bar per ``(name, value, low, high)`` with its interval, and a
+    dashed line at the group's level in ``chance`` (labelled ``line_label``) where it has one."""
+    width = max(4.2 if len(groups) > 1 else 6.4, 0.45 * max(len(b) for b in groups.values()))
+    fig, axes = plt.subplots(1, len(groups), figsize=(width * len(groups), 3.6), squeeze=False)
     for ax, (group, bars) in zip(axes[0], groups.items(), strict=True):
         names = [b[0] for b in bars]
         values = [b[1] for b in bars]
@@ -148,7 +149,7 @@ def interval_chart(groups: Mapping[str, Sequence[tuple[str, float, float, float]
         err = [[max(0.0, b[1] - b[2]) for b in bars], [max(0.0, b[3] - b[1]) for b in bars]]
         ax.bar(range(len(bars)), values, yerr=err, capsize=4, color="#4878a8")
         if chance and group in chance:
-            ax.axhline(chance[group], ls="--", color="#c44e52", label=f"chance {chance[group]:.3f}")
+            ax.axhline(chance[group], ls="--", color="#c44e52", label=f"{line_label} {chance[group]:.3g}")
             ax.legend(fontsize=8)
         ax.set_xticks(range(len(bars)), names, rotation=20, ha="right", fontsize=8)
         ax.set_title(group, fontsize=9)

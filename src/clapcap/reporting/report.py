@@ -19,7 +19,8 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
 - ``pairwise``: the pairwise study (``agreement.json``, ``preference.png``): preference rates
   with bootstrap intervals, Fleiss and Cohen kappas, position bias;
 - ``real``: the real-recordings benchmark (``benchmark.json``, ``captioning/scores.json``, the
-  dataset's ``dataset.json``): retrieval against chance and captioning, with a figure.
+  dataset's ``dataset.json``): retrieval against chance and captioning, with a figure;
+- ``vocab``: vocabulary and length of generated captions (``caption_vocab``'s ``vocab.json``).
 
 A section without inputs, or whose input files do not exist yet, says "not run".
 Outputs in ``out_dir``: ``report.md``, ``report.tex``, ``report.json`` (what ran),
@@ -63,6 +64,7 @@ SECTIONS: dict[str, str] = {
     "llm_views": "RobustCLAP views from a real LLM",
     "pairwise": "Pairwise A/B study with LLM judges",
     "real": "Real recordings (no generator made them)",
+    "vocab": "Vocabulary and length of generated captions",
 }
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
 
@@ -289,6 +291,35 @@ def _real_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
                    figures={"real": fig})
 
 
+def _clips(config: dict[str, Any]) -> str:
+    return "/".join(str(n) for n in config.get("n_clips", [])) or "?"
+
+
+def _vocab_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    refs, configs = data["references"], data["configs"]
+    stats = ["vocab", "mean_words", "distinct_ratio", "vocab_precision"]
+    rows = [Row(name=f"references ({refs['n_captions']} captions)",
+                values={"vocab": refs["vocab"], "mean_words": refs["mean_words"]})]
+    rows += [Row(name=f"{name} ({c['n_seeds']} seeds, {_clips(c)} clips)", values={s: c[s]["mean"] for s in stats},
+                 std={s: c[s]["std"] for s in stats if c[s]["std"] is not None})
+             for name, c in configs.items()]
+    rows += [Row(name=f"{name} ({r['n_clips']} clips)", values={s: r[s] for s in stats}) for name, r in data["runs"].items()
+             if not any(name == n or name.startswith(n) for n in configs) and "seed" not in name]
+    table = Table(SECTIONS["vocab"], rows, stats, bold=False, notes=[
+        "vocab: distinct words over all test captions (aac-metrics' vocab; words lower-cased, split "
+        "on non-letters); vocab_precision: share of them the references use; distinct_ratio: distinct "
+        f"captions over clips. One reference per clip has {refs['vocab_single']:.0f} words of vocabulary "
+        "on average. Mean ± sample std over training seeds. SPIDEr-FL is not computed: its fluency-error "
+        "checkpoint (FENSE's) does not install offline, nor does SPICE's CoreNLP."])
+    main = {n: c for n, c in configs.items() if not n.startswith("decoding/")}
+    bars = {"vocabulary (distinct words)": [(f"{n} ({_clips(c)})", c["vocab"]["mean"], c["vocab"]["mean"] - (c["vocab"]["std"] or 0.0),
+                                             c["vocab"]["mean"] + (c["vocab"]["std"] or 0.0)) for n, c in main.items()]}
+    fig = figs.interval_chart(bars, SECTIONS["vocab"] + " (±1 std over seeds)",
+                              chance={"vocabulary (distinct words)": refs["vocab_single"]},
+                              line_label="one reference per clip")
+    return Section(tables={"vocab": table}, figures={"vocab": fig} if main else {})
+
+
 def _load(key: str, paths: Sequence[str | Path]) -> Any:
     if key == "llm_views":
         return {"report": read_json(paths[0]), "records": read_json(paths[1])}
@@ -296,6 +327,8 @@ def _load(key: str, paths: Sequence[str | Path]) -> Any:
         return {"agreement": read_json(paths[0]), "png": paths[1]}
     if key == "real":
         return {"benchmark": read_json(paths[0]), "captioning": read_json(paths[1]), "dataset": read_json(paths[2])}
+    if key == "vocab":
+        return read_json(paths[0])
     if key == "findings":
         return [f for p in paths for f in load_conclusions(p).values()]
     return load_lr_search(paths) if key == "lr_search" else load_table_input(paths)
@@ -318,6 +351,8 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return _pairwise_section(data, ctx)
     if key == "real":
         return _real_section(data, ctx)
+    if key == "vocab":
+        return _vocab_section(data, ctx)
     return _retrieval_section(data, ctx)
 
 

@@ -1,0 +1,18 @@
+"""DVC stage `caption_vocab`: vocabulary and length of every test-caption file the captioning
+study saved, and of the reference captioners', beside the references' own (params.yaml
+`caption_vocab`)."""
+
+import sys
+
+from clapcap.config import load_section
+from clapcap.entry import run_script
+from clapcap.evaluation.caption_vocab import CaptionVocabParams, vocab_study
+
+
+def main() -> int:
+    vocab_study(load_section(CaptionVocabParams, "caption_vocab"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_script(main))
