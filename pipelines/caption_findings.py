@@ -1,17 +1,18 @@
 """DVC stage `caption_findings`: every stated captioning comparison tested over training seeds
-and test clips (params.yaml `captioning.findings`), written to results/captioning/conclusions.json
+and test clips (params.yaml `captioning.findings`; per subset: `caption_subsets`), written to results/captioning/conclusions.json
 and results/captioning/findings.md."""
 
 import sys
 
-from clapcap.captioning.config import CaptioningParams
+from clapcap.captioning.config import CaptioningParams, CaptionSubsetParams
 from clapcap.captioning.experiments.findings import run_findings
 from clapcap.config import load_section
 from clapcap.entry import run_script
 
 
 def main() -> int:
-    run_findings(load_section(CaptioningParams, "captioning"))
+    run_findings(load_section(CaptioningParams, "captioning"),
+                 load_section(CaptionSubsetParams, "caption_subsets").subsets)
     return 0
 
 

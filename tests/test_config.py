@@ -102,6 +102,9 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
+    "caption_subsets": "clapcap.captioning.config:CaptionSubsetParams",
+    "robust_views": "clapcap.robust.views_study:ViewCountParams",
+    "robust_kinds": "clapcap.robust.kinds:KindStudyParams",
     "caption_vocab": "clapcap.evaluation.caption_vocab:CaptionVocabParams",
     "real_benchmark": "clapcap.experiments.real:RealBenchParams",
     "real_captioning": "clapcap.experiments.real:RealCaptionParams",

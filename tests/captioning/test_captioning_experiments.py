@@ -301,3 +301,27 @@ def test_missing_inputs_and_one_seed_are_refused(study, tmp_path):
     params.findings.references = {"gone": str(tmp_path / "nope.json")}
     with pytest.raises(fnd.FindingsInputError, match="nope.json: not found"):
         fnd.run_findings(params)
+
+
+def test_pipeline_findings_per_subset_are_scored_within_the_subset(study, tmp_path):
+    """Music vs general audio: each subset's findings rescore both sides on its clips only."""
+    params = _with_reference(study[0], tmp_path)
+    exp.run_ablation(params, "arch", lm="t5")
+    test = fnd.load_dataset(params.dataset_dir).split("test")
+    sources = sorted(set(test["source"]))
+    subsets = {**{s: [s] for s in sources}, "nothing": ["no_such_source"]}
+    found = {f["id"]: f for f in fnd.run_findings(params, subsets)}
+    assert not any(fid.endswith(".nothing") for fid in found)  # an empty subset is not tested
+    refs = fnd.load_caption_split(params.dump, fnd.load_dataset(params.dataset_dir).manifest, "test").references()
+    for source in sources:
+        ids = set(test.loc[test["source"] == source, "clip_id"].astype(str))
+        sub = {c: r for c, r in refs.items() if c in ids}
+        for lm in ("gpt2", "t5"):
+            f = found[f"captioning.pipeline.{lm}.vs_constant.{source}"]
+            per_seed = []
+            for seed in params.noise_seeds:
+                preds = json.loads(exp.test_predictions_path(params.out_dir, f"{lm}_seed{seed}").read_text())
+                scored = fnd.score_captions({c: p for c, p in preds.items() if c in sub}, sub, metrics=["cider_d"])
+                per_seed.append(scored["corpus"]["cider_d"])
+            assert f["a"] == pytest.approx(np.mean(per_seed), abs=1e-12)
+            assert f["n_items"] == len(sub) and f"{len(sub)} {source} test clips" in f["statement"]

@@ -244,6 +244,40 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
     assert real_found["real.robust.view2.t2a_r10.vs_control"]["effect"] == pytest.approx(same["effect"])
     assert result["register"]["decision"] is False
 
+    # Which words hurt: the same seed models on the event / attribute / structure views.
+    from clapcap.robust.kinds import KindStudyParams, run_kind_study
+
+    kinds = KindStudyParams(views_dir=str(tmp_path / "kviews"), out_dir=str(tmp_path / "kinds"),
+                            conclusions=str(tmp_path / "kinds.json"), findings_md=str(tmp_path / "kinds.md"))
+    out = run_kind_study(bench, study, cand, ctrl, kinds)
+    assert set(out["models"]) == {"CLAP", "RobustCLAP", "Control"}
+    assert out["models"]["RobustCLAP"]["events"]["per_seed"].keys() == {"0", "1"}
+    for res in out["models"].values():
+        for kind in ("events", "attributes", "structure"):
+            low, high = res[kind]["drop_ci"]
+            assert low <= res[kind]["drop"] <= high
+            assert res[kind]["drop"] == pytest.approx(res[kind]["mean"] - res["original"]["mean"])
+    kind_found = {f["id"]: f for f in json.loads((tmp_path / "kinds.json").read_text())["findings"]}
+    assert len(kind_found) == 10 and kind_found["robust.kinds.events.drop_vs_control"]["paired_seeds"] is True
+    base_drop = kind_found["robust.kinds.events.base_drop"]
+    assert base_drop["effect"] == pytest.approx(out["models"]["CLAP"]["events"]["drop"])
+
+    # How many views: one-view fine-tunes against the two-view seeds (found, not retrained).
+    from clapcap.robust.views_study import ViewCountParams, run_view_count_study
+
+    views = ViewCountParams(out_dir=str(tmp_path / "views"), results_dir=str(tmp_path / "vres"),
+                            conclusions=str(tmp_path / "views.json"), findings_md=str(tmp_path / "views.md"))
+    res = run_view_count_study(cand, bench, study, views, progress=False)
+    assert (tmp_path / "views" / "view2_only" / "seed1" / "model").is_dir()
+    assert set(res["models"]) == {"two views", "view1_only", "view2_only"}
+    two = res["models"]["two views"]["view2"]["per_seed"]
+    views_found = {f["id"]: f for f in json.loads((tmp_path / "views.json").read_text())["findings"]}
+    assert len(views_found) == 2 * len(bench.benchmarks) and views_found["robust.views.two_vs_view2_only.view2"]["paired_seeds"]
+    effect = views_found["robust.views.two_vs_view1_only.view2"]["per_seed_effects"]
+    assert effect["0"] == pytest.approx(two["0"] - res["models"]["view1_only"]["view2"]["per_seed"]["0"])
+    with pytest.raises(ValueError, match="unknown loss keys"):
+        ViewCountParams(variants={"x": {"w_view3": 1.0}})
+
 
 def test_seed_study_refuses_bad_params(robust_setup, tmp_path):
     from clapcap.robust.config import RobustSeedParams

@@ -266,6 +266,16 @@ class FindingsConfig:
 
 
 @dataclass
+class CaptionSubsetParams:
+    """``params.yaml`` section ``caption_subsets``: name -> the manifest ``source`` values of a
+    subset of the test clips (music, general audio) on which each pipeline-vs-reference finding
+    is tested again, scored within the subset. Its own section, so that adding a subset reruns
+    only ``caption_findings``."""
+
+    subsets: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
 class CaptioningParams:
     """``params.yaml`` section ``captioning``."""
 

@@ -17,6 +17,10 @@ column                        meaning
 ``paraphrases_v2`` (opt.)     JSON list aligned with ``captions``: words and structure changed
 ``paraphrases_heldout`` (opt.) JSON list aligned with ``captions``: view 2 in words no training
                               caption or view uses (``robust_paraphrase``'s held-out view)
+``paraphrases_events`` (opt.) JSON list aligned with ``captions``: only the sound-event words
+                              changed (``robust_kinds``' view, :mod:`clapcap.robust.kinds`)
+``paraphrases_attributes``    JSON list aligned with ``captions``: only the attribute words
+(opt.)                        changed (``robust_kinds``' view)
 ``labels`` (opt.)             JSON list of sound-event labels (zero-shot classification)
 ``meta`` (opt.)               JSON object with source-specific fields
 ============================  ==========================================================
@@ -43,8 +47,10 @@ REQUIRED_COLUMNS = [
     "clip_id", "audio_path", "duration_s", "sample_rate", "split", "source", "captions",
     "is_audioset_eval",
 ]
-JSON_COLUMNS = ["captions", "paraphrases_v1", "paraphrases_v2", "paraphrases_heldout", "labels", "meta"]
-OPTIONAL_COLUMNS = ["paraphrases_v1", "paraphrases_v2", "paraphrases_heldout", "labels", "meta"]
+JSON_COLUMNS = ["captions", "paraphrases_v1", "paraphrases_v2", "paraphrases_heldout", "paraphrases_events",
+                "paraphrases_attributes", "labels", "meta"]
+OPTIONAL_COLUMNS = ["paraphrases_v1", "paraphrases_v2", "paraphrases_heldout", "paraphrases_events",
+                    "paraphrases_attributes", "labels", "meta"]
 SPLITS = ("train", "val", "test")
 
 

@@ -47,6 +47,8 @@ class CollectParams:
     real: str = ""       # the real benchmark's results folder (benchmark.json, captioning/scores.json)
     real_dataset: str = ""  # its prepared dataset (dataset.json)
     vocab: str = ""      # caption_vocab's output (vocabulary and length of generated captions)
+    kinds: str = ""      # robust_kinds' kinds.json (which words hurt retrieval)
+    views: str = ""      # robust_views' views.json (one view per caption against two)
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -215,6 +217,10 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
         inputs["real"] = [str(v) for v in real]
     if params.vocab and Path(params.vocab).is_file():
         inputs["vocab"] = [params.vocab]
+    if params.kinds and Path(params.kinds).is_file():
+        inputs["kinds"] = [params.kinds]
+    if params.views and Path(params.views).is_file():
+        inputs["views"] = [params.views]
     write_json(out / "inputs.json", inputs)
     return inputs
 

@@ -20,7 +20,10 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
   with bootstrap intervals, Fleiss and Cohen kappas, position bias;
 - ``real``: the real-recordings benchmark (``benchmark.json``, ``captioning/scores.json``, the
   dataset's ``dataset.json``): retrieval against chance and captioning, with a figure;
-- ``vocab``: vocabulary and length of generated captions (``caption_vocab``'s ``vocab.json``).
+- ``vocab``: vocabulary and length of generated captions (``caption_vocab``'s ``vocab.json``);
+- ``kinds``: RobustCLAP's drops when only event words, attribute words or structure change
+  (``robust_kinds``' ``kinds.json``), with a figure;
+- ``views``: RobustCLAP with one view per caption against two (``robust_views``' ``views.json``).
 
 A section without inputs, or whose input files do not exist yet, says "not run".
 Outputs in ``out_dir``: ``report.md``, ``report.tex``, ``report.json`` (what ran),
@@ -65,6 +68,8 @@ SECTIONS: dict[str, str] = {
     "pairwise": "Pairwise A/B study with LLM judges",
     "real": "Real recordings (no generator made them)",
     "vocab": "Vocabulary and length of generated captions",
+    "kinds": "Which words hurt retrieval: sound events, attributes or structure",
+    "views": "How many paraphrase views per caption",
 }
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
 
@@ -320,6 +325,37 @@ def _vocab_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     return Section(tables={"vocab": table}, figures={"vocab": fig} if main else {})
 
 
+def _kinds_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    kinds = ["events", "attributes", "structure"]
+    cols = ["original", *kinds]
+    rows = [Row(name=name, values={k: res[k]["mean"] for k in cols}) for name, res in data["models"].items()]
+    views = data["views"]
+    table = Table(SECTIONS["kinds"], rows, cols, bold=False, notes=[
+        f"Test t2a {data['metric'].split('/')[-1]} (mean over fine-tune seeds) with the test captions of "
+        f"{views['clips']} event-sound clips ({data['n_queries']} queries; the {views['left_out_music']} music "
+        "clips are left out) rewritten in only their sound-event words, only their attribute words, or only their "
+        "sentence structure (docs/robust.md). Findings: robust.kinds.* in reports/conclusions.json."])
+    bars = {f"{k} changed": [(name, res[k]["drop"], *res[k]["drop_ci"]) for name, res in data["models"].items()]
+            for k in kinds}
+    fig = figs.interval_chart(bars, f"Drop in t2a {data['metric'].split('/')[-1]} from the original captions "
+                                    "(95 % interval over queries)")
+    return Section(tables={"kinds": table}, figures={"kinds": fig})
+
+
+def _views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    models = data["models"]
+    benches = list(next(iter(models.values())))
+    rows = [Row(name=name, values={b: res[b]["mean"] for b in benches}) for name, res in models.items()]
+    table = Table(SECTIONS["views"], rows, benches, notes=[
+        f"Test {data['metric']} per benchmark, mean over fine-tune seeds; one-view variants: "
+        + ", ".join(f"{n} {o}" for n, o in data["variants"].items())
+        + ". Findings: robust.views.* in reports/conclusions.json."])
+    bars = {b: [(name, res[b]["mean"], min(res[b]["per_seed"].values()), max(res[b]["per_seed"].values()))
+                for name, res in models.items()] for b in benches}
+    fig = figs.interval_chart(bars, f"{SECTIONS['views']}: {data['metric']} (bars: range over seeds)")
+    return Section(tables={"views": table}, figures={"views": fig})
+
+
 def _load(key: str, paths: Sequence[str | Path]) -> Any:
     if key == "llm_views":
         return {"report": read_json(paths[0]), "records": read_json(paths[1])}
@@ -327,7 +363,7 @@ def _load(key: str, paths: Sequence[str | Path]) -> Any:
         return {"agreement": read_json(paths[0]), "png": paths[1]}
     if key == "real":
         return {"benchmark": read_json(paths[0]), "captioning": read_json(paths[1]), "dataset": read_json(paths[2])}
-    if key == "vocab":
+    if key in ("vocab", "kinds", "views"):
         return read_json(paths[0])
     if key == "findings":
         return [f for p in paths for f in load_conclusions(p).values()]
@@ -353,6 +389,10 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return _real_section(data, ctx)
     if key == "vocab":
         return _vocab_section(data, ctx)
+    if key == "kinds":
+        return _kinds_section(data, ctx)
+    if key == "views":
+        return _views_section(data, ctx)
     return _retrieval_section(data, ctx)
 
 

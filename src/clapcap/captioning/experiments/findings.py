@@ -20,6 +20,9 @@ finding (id)                                sides
                                             one seed: the encoder LM's noise floor)
 ``captioning.pipeline.<lm>.vs_<ref>``       LM baseline over its seeds vs a fixed
                                             reference captioner (floor 0)
+``captioning.pipeline.<lm>.vs_<ref>.<sub>`` the same on one subset of the test clips
+                                            (``caption_subsets``: music, general audio),
+                                            every metric computed within the subset
 ==========================================  ==============================================
 
 A fixed system (a constant caption, an off-the-shelf reference captioner) is not trained
@@ -186,6 +189,36 @@ def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict
              sides["default"], sides[enc], True) for enc in params.encoders]
 
 
+def _subset_findings(params: CaptioningParams, subsets: dict[str, list[str]], manifest,
+                     references: dict[str, list[str]], metric: str) -> list[tuple]:
+    """Each pipeline-vs-reference finding again on every ``subsets`` subset of the test
+    clips. CIDEr-D's document frequencies come from the subset's own references, so each side is
+    scored anew on the subset (the whole-split per-clip scores are not sliced)."""
+    cfg, out = params.findings, []
+    test = manifest[manifest["split"] == "test"]
+    for subset, sources in subsets.items():
+        ids = set(test.loc[test["source"].isin(sources), "clip_id"].astype(str))
+        refs = {c: r for c, r in references.items() if c in ids}
+        if len(refs) < 2:
+            logger.info("captioning subset %s (sources %s): %d test clip(s); its findings are not tested",
+                        subset, sources, len(refs))
+            continue
+        scorer = _Scorer(refs, metric)
+        sides = {}
+        for lm in params.lms:
+            specs = lm_specs(params, lm)
+            rows = [scorer({c: p for c, p in _read(test_predictions_path(Path(params.out_dir), s.name)).items()
+                            if c in refs}, expect=None, origin=f"{s.name} ({subset})") for s in specs]
+            sides[lm] = SeedScores(np.stack(rows), tuple(s.seed for s in specs))
+        for name, path in cfg.references.items():
+            preds = {c: p for c, p in _read(Path(path)).items() if c in refs}
+            ref = SeedScores(scorer(preds, expect=None, origin=f"{path} ({subset})")[None, :], (0,), noise_floor=0.0)
+            out += [(_spec(f"captioning.pipeline.{lm}.vs_{name}.{subset}", f"on the {len(refs)} {subset} test clips, "
+                           f"the {lm} ClipCap pipeline beats the {name} reference captioner on {metric}", metric, lm,
+                           name), sides[lm], ref, False) for lm in params.lms]
+    return out
+
+
 def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
     """Each music encoder against ``music.baseline`` over ``music.seeds``, scored on the music
     subset's test clips (its own references: another set of clips than the corpus's)."""
@@ -211,8 +244,11 @@ def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
              sides[music.baseline], sides[enc], True) for enc in music.encoders if enc != music.baseline]
 
 
-def run_findings(params: CaptioningParams) -> list[dict]:
+def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None = None) -> list[dict]:
     """Test every captioning finding; write ``findings.conclusions`` and ``findings.findings_md``.
+
+    ``subsets`` (``caption_subsets``): the pipeline-vs-reference findings again per subset of
+    the test clips.
 
     Returns:
         The finding entries (the conclusions file format of :mod:`clapcap.reporting.conclusions`).
@@ -237,7 +273,7 @@ def run_findings(params: CaptioningParams) -> list[dict]:
                                    tuple(s.seed for s in specs))
     tests = (_lm_findings(params, scorer, lm_scores) + _arch_findings(params, scorer, lm_scores)
              + _decoding_findings(params, scorer, lm_scores) + _encoder_findings(params, scorer, lm_scores)
-             + _music_findings(params, cfg.metric))
+             + _music_findings(params, cfg.metric) + _subset_findings(params, subsets or {}, manifest, refs, cfg.metric))
     findings = [evaluate_finding(spec, a, b, paired_seeds=paired, n_resamples=cfg.n_resamples,
                                  confidence=cfg.confidence, rng_seed=cfg.rng_seed)
                 for spec, a, b, paired in tests]

@@ -1,0 +1,22 @@
+"""DVC stage `robust_views`: RobustCLAP fine-tuned with one view per caption (each view in turn)
+against two, over the fine-tune seeds of `robust_seeds` (params.yaml `robust_views`)."""
+
+import sys
+
+from clapcap.compute import load_compute
+from clapcap.config import load_section
+from clapcap.entry import run_script
+from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
+from clapcap.robust.views_study import ViewCountParams, run_view_count_study
+
+
+def main() -> int:
+    run_view_count_study(load_section(RobustTrainParams, "robust_train"),
+                         load_section(RobustBenchParams, "robust_benchmark"),
+                         load_section(RobustSeedParams, "robust_seeds"),
+                         load_section(ViewCountParams, "robust_views"), compute=load_compute())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_script(main))
