@@ -68,7 +68,8 @@ def test_full_report_from_fixtures(tmp_path):
     assert figures == sorted(["findings.png", "lm_ablation.png", "arch_ablation.png", "decoding_ablation.png",
                               "encoder_ablation.png", "reference_comparison.png",
                               "lr_search_gpt2_stage_1.png", "lr_search_t5_stage_1.png",
-                              "lr_search_encoder_sweep.png", "retrieval_leaderboard.png", "vocab.png"])
+                              "lr_search_encoder_sweep.png", "retrieval_leaderboard.png", "vocab.png",
+                              "kinds.png", "views.png"])
     assert all((out / "figures" / f).stat().st_size > 1000 for f in figures)
     assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 3
     assert "lr=0.001" in md
@@ -77,6 +78,11 @@ def test_full_report_from_fixtures(tmp_path):
     assert "| references (1000 captions) | 100.000 | 13.970 |" in vocab_md
     assert "| gpt2 (3 seeds, 200 clips) | 69.333 ± " in vocab_md and "| retrieval_captioner (200 clips) | 97.000 | 15.235 | 0.790 | 1.000 |" in vocab_md
     assert "SPIDEr-FL is not computed" in vocab_md
+    # Which words hurt, and how many views: means over seeds per benchmark, from the stages' files.
+    kinds_md = (out / "tables" / "kinds.md").read_text()
+    assert "| CLAP | 0.747 | 0.360 | 0.478 | 0.709 |" in kinds_md and "151 event-sound clips" in kinds_md
+    views_md = (out / "tables" / "views.md").read_text()
+    assert "| view1_only | 0.720 | 0.724 | 0.162 | 0.099 |" in views_md.replace("**", "")
     assert json.loads((out / "report.json").read_text()) == summary
 
 
