@@ -83,6 +83,9 @@ def test_full_report_from_fixtures(tmp_path):
     assert "| CLAP | 0.747 | 0.360 | 0.478 | 0.709 |" in kinds_md and "151 event-sound clips" in kinds_md
     views_md = (out / "tables" / "views.md").read_text()
     assert "| view1_only | 0.720 | 0.724 | 0.162 | 0.099 |" in views_md.replace("**", "")
+    lr_md = (out / "tables" / "lr_check.md").read_text()
+    assert "| gpt2_prefix_length4 | 0.003 / 0.001 | 0.001, 0.001 / 0.001, 0.001 | 0.0029 | – |" in lr_md
+    assert "0 of 1 architecture rows choose exactly the baseline's learning rates." in md
     assert json.loads((out / "report.json").read_text()) == summary
 
 

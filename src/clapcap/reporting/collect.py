@@ -49,6 +49,7 @@ class CollectParams:
     vocab: str = ""      # caption_vocab's output (vocabulary and length of generated captions)
     kinds: str = ""      # robust_kinds' kinds.json (which words hurt retrieval)
     views: str = ""      # robust_views' views.json (one view per caption against two)
+    lr_check: str = ""   # caption_lr_check's folder (<row>/check.json: each row's own LR search)
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -221,6 +222,9 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
         inputs["kinds"] = [params.kinds]
     if params.views and Path(params.views).is_file():
         inputs["views"] = [params.views]
+    checks = sorted(str(p) for p in Path(params.lr_check).glob("*/check.json")) if params.lr_check else []
+    if checks:
+        inputs["lr_check"] = checks
     write_json(out / "inputs.json", inputs)
     return inputs
 

@@ -23,7 +23,8 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
 - ``vocab``: vocabulary and length of generated captions (``caption_vocab``'s ``vocab.json``);
 - ``kinds``: RobustCLAP's drops when only event words, attribute words or structure change
   (``robust_kinds``' ``kinds.json``), with a figure;
-- ``views``: RobustCLAP with one view per caption against two (``robust_views``' ``views.json``).
+- ``views``: RobustCLAP with one view per caption against two (``robust_views``' ``views.json``);
+- ``lr_check``: each architecture row's own LR search against the baseline's (``check.json`` files).
 
 A section without inputs, or whose input files do not exist yet, says "not run".
 Outputs in ``out_dir``: ``report.md``, ``report.tex``, ``report.json`` (what ran),
@@ -70,6 +71,7 @@ SECTIONS: dict[str, str] = {
     "vocab": "Vocabulary and length of generated captions",
     "kinds": "Which words hurt retrieval: sound events, attributes or structure",
     "views": "How many paraphrase views per caption",
+    "lr_check": "A fair learning rate per ablation row",
 }
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
 
@@ -356,6 +358,25 @@ def _views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     return Section(tables={"views": table}, figures={"views": fig})
 
 
+def _lr_check_section(data: list[dict[str, Any]], _ctx: dict[str, Any]) -> Section:
+    rows = []
+    for rec in data:
+        c, b = rec["chosen"], rec["baseline"]
+        rows.append(Row(name=rec["row"], values={
+            "stage1 regret (rel.)": rec["stage1_regret_rel"], "stage2 regret (rel.)": rec["stage2_regret_rel"]},
+            cells={"stage-1 LR (row / baseline)": f"{c['stage1_lr_projection']:g} / {b['stage1_lr_projection']:g}",
+                   "stage-2 LRs (row / baseline)": f"{c['stage2_lr_projection']:g}, {c['stage2_lr_lm']:g} / "
+                                                   f"{b['stage2_lr_projection']:g}, {b['stage2_lr_lm']:g}"}))
+    same = sum(r["same_stage1"] and r["same_stage2"] for r in data)
+    table = Table(SECTIONS["lr_check"], rows, ["stage1 regret (rel.)", "stage2 regret (rel.)"],
+                  ["stage-1 LR (row / baseline)", "stage-2 LRs (row / baseline)"], bold=False, digits=4, notes=[
+                      "Each architecture row's own LR search (the baseline's grid, epochs and seed). Regret: the "
+                      "row's validation loss at the baseline's LR minus its best on the grid, over its best; "
+                      "stage 2 only when both chose the same stage-1 LR (docs/captioning.md)."])
+    text = f"{same} of {len(data)} architecture rows choose exactly the baseline's learning rates.\n"
+    return Section(text=text, tables={"lr_check": table})
+
+
 def _load(key: str, paths: Sequence[str | Path]) -> Any:
     if key == "llm_views":
         return {"report": read_json(paths[0]), "records": read_json(paths[1])}
@@ -365,6 +386,8 @@ def _load(key: str, paths: Sequence[str | Path]) -> Any:
         return {"benchmark": read_json(paths[0]), "captioning": read_json(paths[1]), "dataset": read_json(paths[2])}
     if key in ("vocab", "kinds", "views"):
         return read_json(paths[0])
+    if key == "lr_check":
+        return [read_json(p) for p in paths]
     if key == "findings":
         return [f for p in paths for f in load_conclusions(p).values()]
     return load_lr_search(paths) if key == "lr_search" else load_table_input(paths)
@@ -393,6 +416,8 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return _kinds_section(data, ctx)
     if key == "views":
         return _views_section(data, ctx)
+    if key == "lr_check":
+        return _lr_check_section(data, ctx)
     return _retrieval_section(data, ctx)
 
 
