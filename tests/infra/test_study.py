@@ -86,9 +86,12 @@ def test_the_full_study_adds_dvc_stages(project):
     variants = ["prefix_length4", "prefix_length16", "dropout0.3", "dropout0.5", "projection_depth1",
                 "projection_depth3"]
     arch = {f"caption_arch@{lm}-{v}" for lm in ("gpt2", "t5") for v in variants} - reduced
+    lr_checks = {f"caption_lr_check@{lm}-{v}" for lm in ("gpt2", "t5") for v in variants} - reduced
+    assert len(lr_checks) == len(arch)  # every architecture row gets its own LR search
     assert stages() - reduced == {"train_clap_variant@frozen", "evaluate_clap_variant@frozen",
                                   "train_clap_variant@scratch", "evaluate_clap_variant@scratch",
-                                  "embed@frames_w2v-corpus", "caption_smollm2@2", *encoder_rows, *arch}
+                                  "embed@frames_w2v-corpus", "caption_smollm2@2", *encoder_rows, *arch,
+                                  *lr_checks}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
     kept = project / "results/captioning/results/t5_seed0.json"
