@@ -67,16 +67,22 @@ def config_of(name: str) -> tuple[str, int] | None:
     return (m["config"], int(m["seed"])) if m else None
 
 
-def summarize_configs(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Mean and sample std (ddof=1; None for one seed) of the corpus score over each configuration's seeds."""
-    groups: dict[str, dict[int, float]] = {}
+def group_by_config(runs: dict[str, Any]) -> dict[str, dict[int, Any]]:
+    """``{configuration: {seed: record}}`` of the records whose name carries a seed (:func:`config_of`),
+    configurations sorted."""
+    groups: dict[str, dict[int, Any]] = {}
     for name, rec in runs.items():
         key = config_of(name)
         if key is not None:
-            groups.setdefault(key[0], {})[key[1]] = rec["corpus"]
+            groups.setdefault(key[0], {})[key[1]] = rec
+    return dict(sorted(groups.items()))
+
+
+def summarize_configs(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Mean and sample std (ddof=1; None for one seed) of the corpus score over each configuration's seeds."""
     out = {}
-    for config, by_seed in sorted(groups.items()):
-        vals = np.array([by_seed[s] for s in sorted(by_seed)])
+    for config, by_seed in group_by_config(runs).items():
+        vals = np.array([by_seed[s]["corpus"] for s in sorted(by_seed)])
         out[config] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if len(vals) > 1 else None,
                        "seeds": sorted(by_seed), "n_seeds": len(vals)}
     return out

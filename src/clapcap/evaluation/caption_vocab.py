@@ -19,7 +19,7 @@ are one word. The references' own row uses the same rule: ``vocab`` over every r
 the vocabulary of one human-sized caption set), and ``mean_words``.
 
 Per configuration (runs that differ only by their training seed): the mean and the sample
-std over seeds, as :func:`~clapcap.evaluation.caption_scores.summarize_configs` groups them.
+std over seeds, as :func:`~clapcap.evaluation.caption_scores.group_by_config` groups them.
 
 SPIDEr-FL, the DCASE primary that pairs SPIDEr with a fluency-error detector, needs FENSE's
 error-checker checkpoint, which does not install offline; it is not computed here (nor is
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.evaluation.caption_scores import config_of, prediction_files
+from clapcap.evaluation.caption_scores import group_by_config, prediction_files
 from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -86,13 +86,8 @@ def reference_stats(references: Mapping[str, Sequence[str]]) -> dict[str, float]
 
 def summarize(runs: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, Any]]:
     """Per configuration and statistic: mean and sample std (None for one seed) over seeds."""
-    groups: dict[str, dict[int, Mapping[str, float]]] = {}
-    for name, rec in runs.items():
-        key = config_of(name)
-        if key is not None:
-            groups.setdefault(key[0], {})[key[1]] = rec
     out = {}
-    for config, by_seed in sorted(groups.items()):
+    for config, by_seed in group_by_config(runs).items():
         seeds = sorted(by_seed)
         entry: dict[str, Any] = {"seeds": seeds, "n_seeds": len(seeds),
                                  "n_clips": sorted({int(by_seed[s]["n_clips"]) for s in seeds})}

@@ -40,7 +40,14 @@ from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.retrieval.bootstrap import paired_bootstrap
-from clapcap.robust.benchmark import ZS, drops, evaluate_model, load_waves, sample_rate_of
+from clapcap.robust.benchmark import (
+    ZS,
+    check_models,
+    drops,
+    evaluate_model,
+    load_waves,
+    sample_rate_of,
+)
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.report import write_tables
 from clapcap.robust.seeds import seed_findings, seed_model_dirs
@@ -105,9 +112,7 @@ def run_real_retrieval(real: RealBenchParams, bench: RobustBenchParams, study: R
     """
     compute = or_default(compute)
     bench = replace(bench, paraphrase_dir=real.dataset_dir, out_dir=real.out_dir, benchmarks=dict(real.benchmarks))
-    for name, path in bench.models.items():
-        if not Path(path).exists():
-            raise FileNotFoundError(f"{path}: model folder of {name!r} not found")
+    check_models(bench.models)
     df = load_dataset(real.dataset_dir).split(bench.split)
     waves, ids = load_waves(real.dataset_dir, bench.split, sample_rate_of(bench))
     assert ids == list(df["clip_id"]), "audio order must follow the manifest"
@@ -152,15 +157,19 @@ class RealCaptionParams:
 
 
 def _systems(params: RealCaptionParams, df: pd.DataFrame, compute: Compute) -> dict[str, dict[str, str]]:
-    """``{system: {clip_id: caption}}`` for the champion, the retrieval captioner and the baseline."""
+    """``{system: {clip_id: caption}}`` for the champion, the retrieval captioner and the baseline;
+    the clips are embedded once, with the champion's encoder, for the first two."""
     from collections import Counter
 
     from clapcap.captioning.config import DecodingConfig
-    from clapcap.captioning.serving import CaptionerService
+    from clapcap.captioning.experiments.evaluate import guard_empty
+    from clapcap.captioning.generation import generate_captions
+    from clapcap.captioning.model import load_captioner
     from clapcap.config import from_dict
-    from clapcap.data.dump import load_dump, normalize
+    from clapcap.data.dump import load_dump
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.factory import create_encoder
+    from clapcap.reference.baselines import nearest_captions
 
     champion = read_json(params.champion)
     if champion.get("input") != "audio":
@@ -170,21 +179,13 @@ def _systems(params: RealCaptionParams, df: pd.DataFrame, compute: Compute) -> d
     encoder = create_encoder(enc_cfg.with_device(compute.device))
     waves, _ = load_waves(params.dataset_dir, "test", encoder.sample_rate)
     audio = np.asarray(encoder.embed_audio(waves), dtype=np.float32)
-    service = CaptionerService(champion["checkpoint"], from_dict(DecodingConfig, champion["decoding"]),
-                               encoder, compute=compute)
     ids = list(df["clip_id"])
-    from clapcap.captioning.experiments.evaluate import guard_empty
-    from clapcap.captioning.generation import generate_captions
-
-    out = {f"champion ({champion['name']})": guard_empty(dict(zip(ids, generate_captions(
-        service.model, audio, service.decoding), strict=True)))}
-    train = load_dump(params.train_dump)
-    if train.text_embeds.shape[1] != audio.shape[1]:
-        raise ValueError(f"{params.train_dump}: {train.text_embeds.shape[1]}-dim text embeddings, the champion's "
-                         f"encoder gives {audio.shape[1]}")
-    nearest = np.argmax(normalize(audio) @ normalize(train.text_embeds).T, axis=1)
-    out["retrieval captioner"] = {c: train.captions[int(j)] for c, j in zip(ids, nearest, strict=True)}
-    common = Counter(train.captions).most_common(1)[0][0]
+    model = load_captioner(champion["checkpoint"], device=compute.device)
+    captions = generate_captions(model, audio, from_dict(DecodingConfig, champion["decoding"]))
+    out = {f"champion ({champion['name']})": guard_empty(dict(zip(ids, captions, strict=True))),
+           "retrieval captioner": nearest_captions(audio, ids, params.train_dump,
+                                                   origin=f"the champion's encoder on {params.dataset_dir}")}
+    common = Counter(load_dump(params.train_dump).captions).most_common(1)[0][0]
     out["most common training caption"] = dict.fromkeys(ids, common)
     return out
 

@@ -26,19 +26,31 @@ from clapcap.utils.io import read_json, write_json
 logger = logging.getLogger(__name__)
 
 
+def nearest_captions(audio_embeds: np.ndarray, clip_ids: list[str], train_dump: str | Path, *,
+                     origin: str = "audio") -> dict[str, str]:
+    """``{clip_id: nearest train caption}`` of the clips' ``audio_embeds`` by audio-to-text cosine
+    similarity against the captions of ``train_dump``.
+
+    Raises:
+        DumpError: when the dump is malformed; ValueError when the embedding dimensions differ.
+    """
+    train = load_dump(train_dump)
+    if train.text_embeds.shape[1] != audio_embeds.shape[1]:
+        raise ValueError(f"{train_dump} and {origin}: embedding dims differ "
+                         f"({train.text_embeds.shape[1]} vs {audio_embeds.shape[1]})")
+    sim = normalize(audio_embeds) @ normalize(train.text_embeds).T  # (N_clips, N_train_captions)
+    best = np.argmax(sim, axis=1)
+    return {cid: train.captions[int(j)] for cid, j in zip(clip_ids, best, strict=True)}
+
+
 def nearest_caption_predictions(train_dump: str | Path, test_dump: str | Path) -> dict[str, str]:
     """``{test clip_id: nearest train caption}`` by audio-to-text cosine similarity.
 
     Raises:
         DumpError: when a dump is malformed or the embedding dimensions differ.
     """
-    train, test = load_dump(train_dump), load_dump(test_dump)
-    if train.text_embeds.shape[1] != test.audio_embeds.shape[1]:
-        raise ValueError(f"{train_dump} and {test_dump}: embedding dims differ "
-                         f"({train.text_embeds.shape[1]} vs {test.audio_embeds.shape[1]})")
-    sim = normalize(test.audio_embeds) @ normalize(train.text_embeds).T  # (N_test_clips, N_train_captions)
-    best = np.argmax(sim, axis=1)
-    return {cid: train.captions[int(j)] for cid, j in zip(test.clip_ids, best, strict=True)}
+    test = load_dump(test_dump)
+    return nearest_captions(test.audio_embeds, test.clip_ids, train_dump, origin=str(test_dump))
 
 
 def planted_leak_predictions(clean: dict[str, str], split_json: str | Path, *,

@@ -222,6 +222,13 @@ def _decide(paired: dict[str, Any], params: RobustBenchParams) -> dict[str, Any]
     return {"decision": decision, "reason": reason, "basis": "paired bootstrap of this fine-tune"}
 
 
+def check_models(models: dict[str, str]) -> None:
+    """Raise ``FileNotFoundError`` naming the first model folder of ``models`` that is missing."""
+    for name, path in models.items():
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{path}: model folder of {name!r} not found")
+
+
 def run_benchmark(params: RobustBenchParams, *, compute: Compute | None = None) -> dict[str, Any]:
     """Benchmark every model of ``params.models`` (embedding on ``compute.device``); write
     JSON, Markdown and LaTeX tables.
@@ -241,9 +248,7 @@ def run_benchmark(params: RobustBenchParams, *, compute: Compute | None = None) 
             raise ValueError(f"robust_benchmark: {key!r} is not one of models {list(params.models)}")
     if "original" not in params.benchmarks:
         raise ValueError("robust_benchmark.benchmarks needs an 'original' entry (the drop is measured from it)")
-    for name, path in params.models.items():
-        if not Path(path).exists():
-            raise FileNotFoundError(f"{path}: model folder of {name!r} not found")
+    check_models(params.models)
     df = load_dataset(params.paraphrase_dir).split(params.split)
     waves, ids = load_waves(params.paraphrase_dir, params.split, sample_rate_of(params))
     assert ids == list(df["clip_id"]), "audio order must follow the manifest"
