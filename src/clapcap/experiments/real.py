@@ -159,9 +159,8 @@ class RealCaptionParams:
 def _systems(params: RealCaptionParams, df: pd.DataFrame, compute: Compute) -> dict[str, dict[str, str]]:
     """``{system: {clip_id: caption}}`` for the champion, the retrieval captioner and the baseline;
     the clips are embedded once, with the champion's encoder, for the first two."""
-    from collections import Counter
-
     from clapcap.captioning.config import DecodingConfig
+    from clapcap.captioning.data import most_common_caption
     from clapcap.captioning.experiments.evaluate import guard_empty
     from clapcap.captioning.generation import generate_captions
     from clapcap.captioning.model import load_captioner
@@ -185,7 +184,8 @@ def _systems(params: RealCaptionParams, df: pd.DataFrame, compute: Compute) -> d
     out = {f"champion ({champion['name']})": guard_empty(dict(zip(ids, captions, strict=True))),
            "retrieval captioner": nearest_captions(audio, ids, params.train_dump,
                                                    origin=f"the champion's encoder on {params.dataset_dir}")}
-    common = Counter(load_dump(params.train_dump).captions).most_common(1)[0][0]
+    # The study's own definition (ties broken alphabetically), as in caption_baseline.
+    common = most_common_caption([list(load_dump(params.train_dump).captions)])
     out["most common training caption"] = dict.fromkeys(ids, common)
     return out
 
