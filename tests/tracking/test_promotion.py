@@ -78,3 +78,19 @@ def test_promote_command_names_the_alias(alias):
 
     command = promote_command("m", 3, alias)
     assert command.startswith("clapcap registry promote m 3") and ("--alias" in command) == (alias != "champion")
+
+
+def test_the_model_and_each_version_carry_descriptions_the_ui_shows(mlflow_uri):
+    import mlflow
+
+    name = "test-promotion-described"
+    better = _scores([1.0] * 40, [f"i{i}#0" for i in range(40)])
+    worse = _scores([0.0] * 40, [f"i{i}#0" for i in range(40)])
+    _register(name, worse, description="A test model: what it is and which stage makes it.")
+    _register(name, better)
+    client = mlflow.MlflowClient()
+    assert client.get_registered_model(name).description == "A test model: what it is and which stage makes it."
+    first = client.get_model_version(name, "1").description
+    second = client.get_model_version(name, "2").description
+    assert first.startswith(f"**{name} v1: @champion**") and "no champion yet" in first
+    assert second.startswith(f"**{name} v2: @champion**") and "Against v1 on `t2a/r@10`: difference +1" in second

@@ -26,6 +26,24 @@ def test_tracked_logs_params_vocabulary_metrics_provenance_and_drops_secrets(mlf
     assert data.tags["clapcap.data_version"] == "none" and len(data.tags["clapcap.params_hash"]) == 64
 
 
+def test_training_runs_log_system_metrics_and_other_runs_do_not(mlflow_uri, monkeypatch):
+    import time
+
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.5")
+    with tracking.tracked("unit", experiment="clapcap-test", name="unit/train", system_metrics=True) as run:
+        time.sleep(2.0)
+    with tracking.tracked("unit", experiment="clapcap-test", name="unit/eval") as plain:
+        time.sleep(1.0)
+    trained = mlflow.get_run(run.info.run_id).data.metrics
+    assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= set(trained)
+    assert not [k for k in mlflow.get_run(plain.info.run_id).data.metrics if k.startswith("system/")]
+    from clapcap.tracking.check import check_store
+
+    assert not [p for p in check_store(mlflow_uri) if "system/" in p]  # MLflow's own names are not flagged
+
+
 def test_one_key_per_concept():
     """The five spellings of text-to-audio R@10 that stages used to log map to one key."""
     from clapcap.tracking.vocab import VocabularyError, check_key, metric_key, metric_keys

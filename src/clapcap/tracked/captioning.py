@@ -58,7 +58,8 @@ class MLflowTracker(StudyTracker):
         return tracking.tracked("captioning-run", experiment=EXPERIMENT,
                                 name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
                                 dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
-                                parent=self._group(params, spec, config, seeds), tags={"clapcap.config": spec.name})
+                                parent=self._group(params, spec, config, seeds), tags={"clapcap.config": spec.name},
+                                system_metrics=True)
 
     def epoch_hook(self) -> EpochHook | None:
         def log_epoch(stage: int, epoch: int, losses: dict[str, float]) -> None:
@@ -146,7 +147,12 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         decision = register_on_evidence(
             uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-            compare=compare_with_champion)
+            compare=compare_with_champion, description=(
+                f"ClipCap-style captioner: a frozen audio encoder, an MLP prefix and a language model, the "
+                f"configuration with the best validation `{metric}` of the captioning study (DVC stage "
+                f"`caption_register`). `@{params.alias}` moves on a paired bootstrap of the test items' "
+                f"`{metric}`. Load with `mlflow.pyfunc.load_model('models:/{params.registered_model}@{params.alias}')`; "
+                f"its input is {'audio' if encoder is not None else 'embeddings'}."))
     selection = {"name": best["name"], "metric": metric, "value": best["val"]["corpus"][metric],
                  "checkpoint": best["checkpoint"], "registered_model": params.registered_model,
                  "decoding": best["decoding"], "dump": best.get("dump"), "embedding_key": best.get("embedding_key"),

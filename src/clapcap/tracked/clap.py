@@ -113,7 +113,7 @@ def run_tracked_training(params: Any, signature: str, *, label: str, model_name:
     run_params = {**to_dict(params), "compute": compute.to_dict()}
     name = tracking.run_name("retrieval", label, sha256_json(to_dict(params))[:8], params.seed)
     with tracking.tracked("train_clap", experiment="clapcap-retrieval", name=name, params=run_params,
-                          dataset_dir=params.dataset_dir):
+                          dataset_dir=params.dataset_dir, system_metrics=True):
         res = done or train(on_epoch_end=log_epoch)
         for row in res.history if res.skipped else []:  # trained earlier, never registered
             log_epoch(row["epoch"], row)
@@ -149,7 +149,11 @@ def register(uri: str, params: Any, scores: dict[str, Any], *, signature: str | 
 
     decision = register_on_evidence(
         uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-        compare=compare_with_champion, promote=promote, tags={SIGNATURE_TAG: signature} if signature else None)
+        compare=compare_with_champion, promote=promote, tags={SIGNATURE_TAG: signature} if signature else None,
+        description=(f"A CLAP model (HF `ClapModel` format) trained by clapcap's `train_clap` stage. `@{params.alias}` "
+                     f"moves on a paired bootstrap of the test items' retrieval scores. Load with "
+                     f"`mlflow.pyfunc.load_model('models:/{params.registered_model}@{params.alias}')` (texts in, "
+                     f"embeddings out); the model folder is the run's `clap_dir` artifact."))
     logger.info("registered %s version %d: %s (%s)", params.registered_model, decision["version"],
                 f"@{decision['alias']}" if decision["alias"] else "no alias", decision["reason"])
     return decision

@@ -45,7 +45,8 @@ def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
     run_params = {**to_dict(params), "compute": compute.to_dict()}
     name = tracking.run_name("robust", robust_model_label(params), sha256_json(to_dict(params))[:8], params.seed)
     with tracking.tracked("robust_train", experiment=params.experiment, name=name, params=run_params,
-                          dataset_dir=params.paraphrase_dir, tags={"base_model": params.base_model}):
+                          dataset_dir=params.paraphrase_dir, tags={"base_model": params.base_model},
+                          system_metrics=True):
         result = train_robust_clap(params, progress=progress, compute=compute, on_epoch_end=log_epoch)
         tracking.log_artifact(result.result_path)
     return result
@@ -142,7 +143,11 @@ def _promote(uri: str, params: RobustBenchParams, scores: dict[str, Any]) -> dic
 
     decision = register_on_evidence(
         uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-        compare=compare_with_champion)
+        compare=compare_with_champion, description=(
+            f"RobustCLAP: the default CLAP fine-tuned with a multi-view contrastive loss on paraphrase views "
+            f"(DVC stage `robust_train`; benchmark `robust_benchmark`). `@{params.alias}` moves on a paired "
+            f"bootstrap of `{params.register_metric}` on the `{params.register_benchmark}` test captions. "
+            f"Load with `mlflow.pyfunc.load_model('models:/{params.registered_model}@{params.alias}')`."))
     logger.info("registered %s version %d: @%s (%s)", params.registered_model, decision["version"],
                 decision["alias"], decision["reason"])
     return {"version": decision["version"], "alias": decision["alias"], "promotion": decision["reason"],

@@ -2,7 +2,8 @@
 
 :func:`check_store` finds, over every experiment's active runs:
 
-- a metric key outside the vocabulary (:func:`clapcap.tracking.vocab.check_key`);
+- a metric key outside the vocabulary (:func:`clapcap.tracking.vocab.check_key`); MLflow's
+  own system metrics (``system/*``, on training runs) keep MLflow's names;
 - two runs with one name in an experiment, unless one reruns the other (same stage and
   same params hash);
 - an empty run: no params and no metrics, or a FAILED (or KILLED) run that logged no metric
@@ -27,6 +28,7 @@ from clapcap.tracking.vocab import VocabularyError, check_key
 
 _SEED = re.compile(r"^(.*)/seed\d+$")
 _FAILED = ("FAILED", "KILLED")
+SYSTEM_PREFIX = "system/"  # mlflow.system_metrics' namespace (cpu_utilization_percentage, gpu_0_...)
 
 
 def _runs(client: Any) -> dict[str, list[Any]]:
@@ -43,6 +45,8 @@ def _run_problems(exp: str, run: Any) -> list[str]:
     where = f"{exp}: run {name!r} ({run.info.run_id})"
     problems = []
     for key in data.metrics:
+        if key.startswith(SYSTEM_PREFIX):
+            continue
         try:
             check_key(key)
         except VocabularyError as exc:

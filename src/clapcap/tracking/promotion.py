@@ -21,6 +21,10 @@ The decision is recorded as tags on the new version: ``clapcap.promotion`` (``ev
 last: a version without it is a registration that did not complete (:func:`settle` completes
 it). Extra ``tags`` given at registration (``clapcap.signature``, what a rerun looks for with
 :func:`find_registration`) are set with the version itself.
+
+Descriptions (what the MLflow UI shows on the model's and the version's page): the registered
+model gets the ``description`` its caller gives (what the model is and which stage makes it);
+each version gets :func:`version_description`, the decision and its evidence in words.
 """
 
 from __future__ import annotations
@@ -71,15 +75,20 @@ def decide(candidate: Mapping[str, Any], champion: Mapping[str, Any] | None, com
 def register_on_evidence(model_uri: str, name: str, *, item_scores: Mapping[str, Any], compare: Compare,
                          artifact_file: str, alpha: float = 0.05, higher_is_better: bool = True,
                          alias: str = "champion", promote: bool = True,
-                         tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+                         tags: Mapping[str, str] | None = None, description: str | None = None) -> dict[str, Any]:
     """Register ``model_uri`` as a new version of ``name`` (with ``tags``), then :func:`settle` it.
+    ``description``, when given, becomes the registered model's description.
 
     Returns:
         :func:`settle`'s dict.
     """
+    import mlflow
+
     from clapcap import tracking
 
     version = tracking.register_model(model_uri, name, tags=tags)
+    if description:
+        mlflow.MlflowClient().update_registered_model(name, description=description)
     return settle(name, version, item_scores=item_scores, compare=compare, artifact_file=artifact_file,
                   alpha=alpha, higher_is_better=higher_is_better, alias=alias, promote=promote)
 
@@ -99,6 +108,21 @@ def _evidence(name: str, version: int, current: int | None, item_scores: Mapping
     except InputError as exc:  # RegistryError (no item scores), or other items / split / dataset
         return {"decision": "challenger", "reason": f"cannot be compared with {name}@{alias} (v{current}): {exc}",
                 "metric": item_scores.get("primary"), "difference": None, "p_value": None, "comparable": False}
+
+
+def version_description(name: str, version: int, result: Mapping[str, Any], moved: str | None,
+                        compared: int | None) -> str:
+    """The version's description: its decision, the evidence and how to change it (Markdown)."""
+    alias = f"@{moved}" if moved else "no alias"
+    lines = [f"**{name} v{version}: {alias}** (decision `{result['decision']}`, promotion on evidence).", "",
+             f"- Reason: {result['reason']}."]
+    if compared is not None and result.get("difference") is not None:
+        lines.append(f"- Against v{compared} on `{result['metric']}`: difference {float(result['difference']):+.4g}, "
+                     f"one-sided p = {float(result['p_value']):.3g} (paired bootstrap on the same test items).")
+    else:
+        lines.append(f"- Primary metric: `{result['metric']}`; no paired comparison was made.")
+    lines.append("- The per-item test scores are in the run's artifacts; the rule is in docs/tracking.md.")
+    return "\n".join(lines)
 
 
 def settle(name: str, version: int, *, item_scores: Mapping[str, Any], compare: Compare, artifact_file: str,
@@ -135,6 +159,8 @@ def settle(name: str, version: int, *, item_scores: Mapping[str, Any], compare: 
             "clapcap.p_value": str(result["p_value"]), "clapcap.compared_to": str(compared or "none")}
     for key, value in tags.items():
         client.set_model_version_tag(name, str(version), key, value)
+    client.update_model_version(name, str(version),
+                                description=version_description(name, version, result, moved, compared))
     if moved is not None:
         client.set_registered_model_alias(name, moved, str(version))
     client.set_model_version_tag(name, str(version), DECISION_TAG, result["decision"])

@@ -106,7 +106,7 @@ def log_inputs(*, dataset_dir: str | Path | None = None, dump: str | Path | None
 def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any] | None = None,
             enabled: bool = True, dataset_dir: str | Path | None = None,
             dump: str | Path | None = None, parent: str | None = None, tags: Mapping[str, str] | None = None,
-            tracking_uri: str | None = None) -> Iterator[Any]:
+            tracking_uri: str | None = None, system_metrics: bool = False) -> Iterator[Any]:
     """Run the body inside one MLflow run of ``experiment`` named ``name``; yields the run (None
     when ``enabled`` is false: nothing is logged then).
 
@@ -114,6 +114,10 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
     nested under ``parent`` (a run id, see :func:`group_run`) or under the active run. The run
     ends FAILED when the body raises. A caller opens no run for a step that will do nothing
     (its result exists): check first, then enter.
+
+    ``system_metrics`` (training runs): MLflow's own monitor samples CPU, memory, disk and
+    network (and NVIDIA GPU utilisation and memory where ``pynvml`` finds one) every 10 s into
+    the run's ``system/*`` metrics (``MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL`` changes it).
     """
     if not enabled:
         with nullcontext():
@@ -129,7 +133,8 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
     if parent is not None:
         all_tags["mlflow.parentRunId"] = parent
     nested = mlflow.active_run() is not None
-    with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags, nested=nested) as run:
+    with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags, nested=nested,
+                          log_system_metrics=system_metrics) as run:
         if params:
             tracking.log_params(params)
         log_inputs(dataset_dir=dataset_dir, dump=dump, data_version=prov["clapcap.data_version"])
