@@ -16,10 +16,12 @@ from clapcap.quality.validate import validate_data
 def arguments(parser: argparse.ArgumentParser) -> None:
     # The output folder, named once: by the stage's ``cmd`` in dvc.yaml (``--out reports/data``).
     parser.add_argument("--out", required=True, help="output folder (dvc.yaml declares its files as outs)")
+    parser.add_argument("--data-docs", default=None,
+                        help="great-expectations file project with the stored suites, checkpoints and Data Docs")
 
 
 def main(args: argparse.Namespace) -> int:
-    validate_data(load_section(DataParams, "data"), args.out, memo_path=DEFAULT_MEMO)
+    validate_data(load_section(DataParams, "data"), args.out, memo_path=DEFAULT_MEMO, data_docs=args.data_docs)
     return 0
 
 

@@ -106,6 +106,7 @@ SECTION_CLASSES = {
     "robust_views": "clapcap.robust.views_study:ViewCountParams",
     "robust_kinds": "clapcap.robust.kinds:KindStudyParams",
     "caption_vocab": "clapcap.evaluation.caption_vocab:CaptionVocabParams",
+    "dcase_export": "clapcap.captioning.experiments.dcase:DcaseParams",
     "model_cards": "clapcap.reporting.model_card:ModelCardParams",
     "training_curves": "clapcap.reporting.curves:CurvesParams",
     "real_benchmark": "clapcap.experiments.real:RealBenchParams",

@@ -173,3 +173,20 @@ def test_line_breaks_are_joined_before_scoring(aac_env, scored):
     out = score_captions(broken, REFS, metrics=["bleu_1", "cider_d"], env=aac_env, device="cpu")
     assert out["corpus"]["cider_d"] == pytest.approx(scored["corpus"]["cider_d"], abs=1e-12)
     assert out["corpus"]["bleu_1"] == pytest.approx(scored["corpus"]["bleu_1"], abs=1e-12)
+
+
+def test_bleu_2_and_3_on_request_match_pycocoevalcap_and_spider_fl_says_what_it_needs(aac_env):
+    """EXTRA_METRICS (the DCASE table's) are scored only when named, with the same tokenizer."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    out = score_captions(PREDS, REFS, metrics=["bleu_2", "bleu_3", "spider_fl"], env=aac_env, device="cpu")
+    gts, res = _coco_inputs()
+    bleu, _ = Bleu(4).compute_score(gts, res, verbose=0)
+    assert out["corpus"]["bleu_2"] == pytest.approx(bleu[1], abs=1e-9)
+    assert out["corpus"]["bleu_3"] == pytest.approx(bleu[2], abs=1e-9)
+    if "spider_fl" in out["unavailable"]:  # offline: no SPICE jars / FENSE checkpoint
+        assert "SPICE" in out["unavailable"]["spider_fl"] or "FENSE" in out["unavailable"]["spider_fl"]
+    else:
+        assert 0.0 <= out["corpus"]["spider_fl"] <= out["corpus"]["spider"]
+    default = score_captions(PREDS, REFS, env=aac_env, device="cpu")
+    assert "bleu_2" not in default["corpus"] and "spider_fl" not in default["unavailable"]  # not by default

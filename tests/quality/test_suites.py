@@ -107,3 +107,31 @@ def test_dump_suite():
     idx[0] = 9
     assert not validate_dump_arrays(audio, text, idx).success
     assert not validate_dump_arrays(audio, np.zeros((8, 8)), np.repeat(np.arange(4), 2)).success
+
+
+def test_file_project_stores_suites_and_checkpoints_and_builds_data_docs(tiny_corpus, tiny_corpus_params, tmp_path):
+    """validate_data(data_docs=...): great-expectations' own file project, its checkpoint
+    results the same as the ephemeral run's (offending rows included), and a Data Docs site
+    that lists the failed run; a second run starts from a clean project."""
+    import json
+
+    import great_expectations as gx
+
+    from clapcap.quality.validate import DATA_DOCS_INDEX
+
+    docs = tmp_path / "gx_project"
+    validate_data(tiny_corpus_params, tmp_path / "rep", data_docs=docs)
+    assert (docs / DATA_DOCS_INDEX).is_file()
+    ctx = gx.get_context(mode="file", project_root_dir=str(docs))
+    assert {s.name for s in ctx.suites.all()} == {"manifest", "split_sizes"}
+    assert {c.name for c in ctx.checkpoints.all()} == {"manifest_checkpoint", "split_sizes_checkpoint"}
+    stored = json.loads((docs / "gx" / "expectations" / "manifest.json").read_text())
+    assert len(stored["expectations"]) == 8
+    df = load_dataset(tiny_corpus).manifest.copy()
+    df.loc[3, "duration_s"] = 600.0
+    in_file = validate_manifest(df, **KW, context_dir=tmp_path / "bad")
+    assert in_file.to_dict() == validate_manifest(df, **KW).to_dict() and not in_file.success
+    assert "manifest" in (tmp_path / "bad" / DATA_DOCS_INDEX).read_text()
+    validate_data(tiny_corpus_params, tmp_path / "rep", data_docs=docs)  # rebuilt, not accumulated
+    runs = list((docs / "gx" / "uncommitted" / "validations").rglob("*.json"))
+    assert len(runs) == 2, runs

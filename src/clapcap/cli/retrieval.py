@@ -1,4 +1,5 @@
-"""`clapcap retrieval ...`: retrieval metrics, the metric-parity gate, paired comparison.
+"""`clapcap retrieval ...`: retrieval metrics, the metric-parity gate, paired comparison,
+MTEB export.
 
 Embedding, checkpoint identity and CLAP training commands are added by
 ``clapcap.cli.retrieval_models`` when that module exists.
@@ -59,6 +60,24 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_mteb(args: argparse.Namespace) -> int:
+    from clapcap.retrieval.mteb_export import export_dump
+
+    written = export_dump(args.dump, args.out_dir, main_score=args.main_score, dataset=args.dataset,
+                          split=args.split, max_block_bytes=args.max_block_mb * 2**20)
+    for direction, path in written.items():
+        print(f"{direction}: {path}")
+    return 0
+
+
+EXPORT_MTEB_EXAMPLES = """examples:
+  clapcap retrieval export-mteb data/embeddings/default_clap/corpus/test.npz --out-dir results/mteb
+  clapcap retrieval export-mteb test.npz --out-dir out --main-score hit_rate_at_5 --dataset clotho
+
+Writes <out-dir>/Clapcap<Dataset>T2ARetrieval.json and ...A2TRetrieval.json (MTEB TaskResult
+JSON; ks 1, 3, 5, 10, 20, 100, 1000; pessimistic ties). See docs/retrieval_metrics.md."""
+
+
 def register(subparsers, name: str, help_text: str) -> None:
     """Add the ``retrieval`` group and its commands to ``subparsers``."""
     group = add_group(subparsers, name, help_text)
@@ -87,6 +106,18 @@ def register(subparsers, name: str, help_text: str) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--laion-compatible", action="store_true", help="LAION-CLAP a2t mAP@10 formula")
+
+    p = add_command(group, "export-mteb", _export_mteb,
+                    "t2a/a2t results of a dump as MTEB TaskResult JSON, one file per direction")
+    p.epilog = EXPORT_MTEB_EXAMPLES
+    p.add_argument("dump", help="embedding dump (.npz)")
+    p.add_argument("--out-dir", required=True, help="folder of the two TaskResult files")
+    p.add_argument("--main-score", default="ndcg_at_10",
+                   help="MTEB key copied into main_score (MTEB's audio tasks use hit_rate_at_5)")
+    p.add_argument("--dataset", default=None,
+                   help="dataset part of the task names (default: the dump's meta dataset folder name)")
+    p.add_argument("--split", default=None, help="split key of scores (default: the dump's meta split, else test)")
+    p.add_argument("--max-block-mb", type=int, default=256, help="memory budget of a similarity block")
 
     # Embedding, identity and training commands live with the encoders (another module).
     if importlib.util.find_spec("clapcap.cli.retrieval_models") is not None:

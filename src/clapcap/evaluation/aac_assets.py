@@ -250,7 +250,7 @@ def metric_problems(metrics: list[str], env: AacEnv) -> dict[str, str]:
         return memo[key]
 
     needs = {"meteor": ["meteor"], "spice": ["spice"], "spider": ["spice"], "sbert_sim": ["sbert"],
-             "fer": ["fer"], "fense": ["sbert", "fer"]}
+             "fer": ["fer"], "fense": ["sbert", "fer"], "spider_fl": ["spice", "fer"]}
     problems = {}
     for metric in metrics:
         reasons = [r for key in needs.get(metric, []) if (r := check(key)) is not None]

@@ -8,6 +8,8 @@ name            metric                                      needs
 ==============  ==========================================  =======================
 ``bleu_1``      BLEU-1                                      pure Python
 ``bleu_4``      BLEU-4                                      pure Python
+``bleu_2``      BLEU-2 (on request: ``EXTRA_METRICS``)      pure Python
+``bleu_3``      BLEU-3 (on request)                         pure Python
 ``meteor``      METEOR 1.5                                  Java + METEOR jar
 ``rouge_l``     ROUGE-L                                     pure Python
 ``cider_d``     CIDEr-D                                     pure Python
@@ -16,7 +18,11 @@ name            metric                                      needs
 ``sbert_sim``   SBERT cosine (paraphrase-TinyBERT-L6-v2)    HF cache
 ``fer``         fluency error rate (FENSE error checker)    checkpoint + HF cache
 ``fense``       FENSE = SBERT-sim with fluency penalty      SBERT + FER
+``spider_fl``   SPIDEr-FL = SPIDEr with fluency penalty     SPICE + FER (on request)
 ==============  ==========================================  =======================
+
+``EXTRA_METRICS`` are computed only when asked for by name (the DCASE table asks for them);
+the default set, ``ALL_METRICS``, is what every study stage scores.
 
 All sentences go through aac-metrics' PTB tokenizer in ONE Java launch (candidates and
 references together), then the metrics run with ``preprocess=False``. METEOR runs on the
@@ -42,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 ALL_METRICS = ["bleu_1", "bleu_4", "meteor", "rouge_l", "cider_d", "spice", "spider",
                "sbert_sim", "fer", "fense"]
+EXTRA_METRICS = ["bleu_2", "bleu_3", "spider_fl"]
 PURE_PYTHON_METRICS = ["bleu_1", "bleu_4", "rouge_l", "cider_d"]
 PRIMARY = "fense"
 FALLBACK_PRIMARY = "cider_d"
@@ -103,8 +110,10 @@ def check_caption_inputs(predictions: Any, references: Any) -> list[str]:
 
 def _aac_calls(available: list[str]) -> list[str]:
     """The fewest aac-metrics functions that produce ``available`` (composites first)."""
-    calls = [m for m in ("bleu_1", "bleu_4", "meteor", "rouge_l") if m in available]
-    if "spider" in available or ("spice" in available and "cider_d" in available):
+    calls = [m for m in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "meteor", "rouge_l") if m in available]
+    if "spider_fl" in available:  # aac-metrics' spider_fl also returns spider, cider_d, spice and fer
+        calls.append("spider_fl")
+    elif "spider" in available or ("spice" in available and "cider_d" in available):
         calls.append("spider")
     else:
         calls += [m for m in ("cider_d", "spice") if m in available]
@@ -142,9 +151,9 @@ def _choose_primary(available: list[str]) -> tuple[str | None, str | None]:
 
 def _resolve_metrics(metrics: list[str] | None) -> list[str]:
     metrics = list(ALL_METRICS if metrics is None else metrics)
-    unknown = [m for m in metrics if m not in ALL_METRICS]
+    unknown = [m for m in metrics if m not in ALL_METRICS + EXTRA_METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; expected aac-metrics names from {ALL_METRICS}")
+        raise ValueError(f"unknown metric(s) {unknown}; expected aac-metrics names from {ALL_METRICS + EXTRA_METRICS}")
     if not metrics:
         raise ValueError(f"no metrics requested; expected a non-empty subset of {ALL_METRICS}")
     return metrics

@@ -1,7 +1,12 @@
 """great-expectations suites for manifests and embedding dumps.
 
-Each check runs one expectation suite on a pandas frame in an ephemeral context and
-returns a :class:`ValidationReport` (readable as JSON and Markdown). Suites:
+Each check runs one expectation suite on a pandas frame and returns a :class:`ValidationReport`
+(readable as JSON and Markdown). By default the context is ephemeral. With ``context_dir``
+(the ``validate_data`` stage) it is great-expectations' own file project, as its users keep
+one: ``<context_dir>/gx/`` holds the stored suites (``expectations/<suite>.json``), a
+validation definition and a checkpoint per suite (``checkpoints/<suite>_checkpoint.json``), and
+each checkpoint run updates the Data Docs site
+(``gx/uncommitted/data_docs/local_site/index.html``, which GX keeps out of git). Suites:
 
 ``manifest``
     ``clip_id`` and ``audio_path`` unique and non-null (so no clip sits in two splits),
@@ -24,8 +29,10 @@ clean dataset's report is unchanged.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -104,24 +111,50 @@ def _offending(info: dict[str, Any], kwargs: dict[str, Any], frame: pd.DataFrame
     return {"count": count, "rows": [describe(frame, int(i), column) for i in index[:MAX_NAMED]]}
 
 
+def _file_checkpoint_run(ctx: Any, name: str, df: pd.DataFrame, expectations: list[Any]) -> Any:
+    """Store the suite, its validation definition and a checkpoint in the file project
+    ``ctx`` (replacing earlier ones of that name), run the checkpoint (which updates the Data
+    Docs) and return its one validation result."""
+    import great_expectations as gx
+    from great_expectations.checkpoint import UpdateDataDocsAction
+
+    source = ctx.data_sources.add_or_update_pandas(f"{name}_src")
+    asset = source.add_dataframe_asset(name)
+    batch_def = asset.add_batch_definition_whole_dataframe(f"{name}_batch")
+    suite = ctx.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=expectations))
+    vd = ctx.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=f"{name}_vd", data=batch_def, suite=suite))
+    checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
+        name=f"{name}_checkpoint", validation_definitions=[vd],
+        actions=[UpdateDataDocsAction(name="update_data_docs")]))
+    result = checkpoint.run(batch_parameters={"dataframe": df})
+    return next(iter(result.run_results.values()))
+
+
 def run_suite(name: str, df: pd.DataFrame, expectations: list[Any], *,
-              describe: Describe = _row_label) -> ValidationReport:
+              describe: Describe = _row_label, context_dir: str | Path | None = None) -> ValidationReport:
     """Run great-expectations ``expectations`` on ``df`` (its index a RangeIndex, as the
     offending rows are named by it, through ``describe``); returns a report (never raises on
-    failure)."""
+    failure). ``context_dir``: keep the suite, a checkpoint and the Data Docs in the GX file
+    project there (module docstring) instead of an ephemeral context."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    ctx = gx.get_context(mode="ephemeral")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # nothing touches the network
+    ctx = gx.get_context(mode="ephemeral") if context_dir is None else \
+        gx.get_context(mode="file", project_root_dir=str(context_dir))
     # No tqdm bar per validation on stderr (the CLI is quiet by default; a run takes ~0.1 s).
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-    batch_def = ctx.data_sources.add_pandas(f"{name}_src").add_dataframe_asset(name) \
-        .add_batch_definition_whole_dataframe(f"{name}_batch")
-    suite = ctx.suites.add(gx.ExpectationSuite(name=name))
-    for exp in expectations:
-        suite.add_expectation(exp)
-    vd = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{name}_vd", data=batch_def, suite=suite))
-    result = vd.run(batch_parameters={"dataframe": df})
+    if context_dir is not None:
+        result = _file_checkpoint_run(ctx, name, df, expectations)
+    else:
+        batch_def = ctx.data_sources.add_pandas(f"{name}_src").add_dataframe_asset(name) \
+            .add_batch_definition_whole_dataframe(f"{name}_batch")
+        suite = ctx.suites.add(gx.ExpectationSuite(name=name))
+        for exp in expectations:
+            suite.add_expectation(exp)
+        vd = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{name}_vd", data=batch_def, suite=suite))
+        result = vd.run(batch_parameters={"dataframe": df})
     rows = []
     for res in result.results:
         cfg = res.expectation_config
@@ -171,7 +204,7 @@ def _clip_label(frame: pd.DataFrame, index: int, column: str | None) -> str:
 
 
 def validate_manifest(manifest: pd.DataFrame, *, min_duration_s: float, max_duration_s: float,
-                      allowed_sample_rates: list[int]) -> ValidationReport:
+                      allowed_sample_rates: list[int], context_dir: str | Path | None = None) -> ValidationReport:
     """Run the ``manifest`` suite (see module docstring)."""
     import great_expectations as gx
 
@@ -186,7 +219,7 @@ def validate_manifest(manifest: pd.DataFrame, *, min_duration_s: float, max_dura
         E.ExpectColumnValuesToBeInSet(column="sample_rate", value_set=list(allowed_sample_rates)),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "val", "test"]),
     ]
-    return run_suite("manifest", manifest_frame(manifest), exps, describe=_clip_label)
+    return run_suite("manifest", manifest_frame(manifest), exps, describe=_clip_label, context_dir=context_dir)
 
 
 def expected_split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
@@ -197,7 +230,8 @@ def expected_split_sizes(n: int, fractions: dict[str, float]) -> dict[str, int]:
 
 
 def validate_split_sizes(manifest: pd.DataFrame, fractions: dict[str, float], *,
-                         exclude_sources: tuple[str, ...] = ()) -> ValidationReport:
+                         exclude_sources: tuple[str, ...] = (),
+                         context_dir: str | Path | None = None) -> ValidationReport:
     """Run the ``split_sizes`` suite on the rows not from ``exclude_sources``."""
     import great_expectations as gx
 
@@ -207,7 +241,7 @@ def validate_split_sizes(manifest: pd.DataFrame, fractions: dict[str, float], *,
     frame = pd.DataFrame({"split": list(expected), "expected": list(expected.values()),
                           "observed": [int(observed.get(s, 0)) for s in expected]})
     exps = [gx.expectations.ExpectColumnPairValuesToBeEqual(column_A="observed", column_B="expected")]
-    return run_suite("split_sizes", frame, exps, describe=_split_label)
+    return run_suite("split_sizes", frame, exps, describe=_split_label, context_dir=context_dir)
 
 
 def _split_label(frame: pd.DataFrame, index: int, column: str | None) -> str:

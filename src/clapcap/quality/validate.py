@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 from clapcap.data.config import DataParams
@@ -21,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 # Sources appended to a generated split (not produced by the splitter).
 ADDED_SOURCES = ("ovos_animals",)
+DATA_DOCS_INDEX = "gx/uncommitted/data_docs/local_site/index.html"  # under a data_docs folder
 
 
 class DataValidationError(ClapcapError, RuntimeError):
@@ -37,12 +39,14 @@ def write_report(report: ValidationReport, out_dir: str | Path) -> tuple[Path, P
 
 
 def validate_data(params: DataParams, report_dir: str | Path, *,
-                  memo_path: str | Path | None = None) -> ValidationReport:
+                  memo_path: str | Path | None = None, data_docs: str | Path | None = None) -> ValidationReport:
     """Validate the prepared dataset of ``params``; write the report under ``report_dir``.
 
     First checks that ``dataset.json`` records a build from these params and the current
     input files (:func:`~clapcap.data.prepare.check_build`; ``memo_path`` is the listing's
-    hash memo), so a stale or half-built folder never passes.
+    hash memo), so a stale or half-built folder never passes. ``data_docs``: a folder for
+    great-expectations' file project (stored suites, checkpoints, the Data Docs site; see
+    :mod:`clapcap.quality.suites`), rebuilt from scratch on each run.
 
     Raises:
         DataValidationError: when the folder was built from other params or inputs (before
@@ -53,15 +57,19 @@ def validate_data(params: DataParams, report_dir: str | Path, *,
     except StaleDatasetError as err:
         raise DataValidationError(str(err)) from err
     ds = load_dataset(params.out_dir)
+    if data_docs is not None and Path(data_docs).exists():
+        shutil.rmtree(data_docs)  # one run's suites and results, not an accumulating history
     report = validate_manifest(ds.manifest, min_duration_s=params.min_duration_s,
                                max_duration_s=params.max_duration_s,
-                               allowed_sample_rates=params.allowed_sample_rates)
+                               allowed_sample_rates=params.allowed_sample_rates, context_dir=data_docs)
     if params.source == "synthetic" or "all" in params.external.csv:
         report = report.merge(validate_split_sizes(ds.manifest, params.split_fractions,
-                                                   exclude_sources=ADDED_SOURCES))
+                                                   exclude_sources=ADDED_SOURCES, context_dir=data_docs))
     js, md = write_report(report, report_dir)
     if not report.success:
         raise DataValidationError(f"data validation failed, see {md}:\n" + "\n".join(report.failures()))
+    if data_docs is not None:
+        logger.info("Data Docs: %s", Path(data_docs) / DATA_DOCS_INDEX)
     logger.info("data validation passed (%s)", js)
     return report
 

@@ -22,6 +22,9 @@ Definitions (docs/retrieval_metrics.md has the long form and worked examples):
 - ``median_rank``: ``numpy.median`` of the best positive's rank (the mean of the two middle
   values for an even number of queries).
 
+The cut-off family (``ndcg@k``, ``precision@k``, ``recall@k``, ``mrr@k``, ``map@k``) is
+:mod:`clapcap.retrieval.ir_metrics`, on the ranks of :func:`ranked_dump`.
+
 ``laion_compatible=True`` replaces only a2t ``map@10`` by LAION-CLAP's formula
 (``laion_clap/training/train.py``, ``evaluate_clotho_audiocaps``): the positives' ranks are
 taken in caption order (not sorted), those <= 10 are kept, and sum_j j / rank_j over them is
@@ -46,6 +49,7 @@ import numpy as np
 
 from clapcap.data.dump import DumpError, EmbeddingDump, normalize
 from clapcap.retrieval.ranking import (
+    Ranked,
     average_precision,
     best_rank,
     count_at_least,
@@ -182,13 +186,21 @@ def _exact_counts(rows: BlockFn, cols: BlockFn, idx: np.ndarray, n_clips: int,
     return Counts(ge_t2a, score, ge_a2t)
 
 
-def _compute(counts: Counts, idx: np.ndarray, n_clips: int, ks: tuple[int, ...],
-             laion_compatible: bool) -> PerQuery:
+def _ranked(counts: Counts, idx: np.ndarray) -> dict[str, Ranked]:
+    """The (query, positive) pairs of both directions with their pessimistic ranks."""
     n_cap = idx.shape[0]
     captions = np.arange(n_cap)
     # One positive per caption: its rank is the count of clips >= it (ties pessimistic).
-    t2a = _per_query(captions, counts.t2a, np.ones(n_cap, dtype=np.int64), n_cap, ks)
-    ranked = rank_positives(idx, counts.score, counts.a2t)
+    t2a = Ranked(captions, captions, counts.t2a, np.ones(n_cap, dtype=np.int64))
+    return {"t2a": t2a, "a2t": rank_positives(idx, counts.score, counts.a2t)}
+
+
+def _compute(counts: Counts, idx: np.ndarray, n_clips: int, ks: tuple[int, ...],
+             laion_compatible: bool) -> PerQuery:
+    n_cap = idx.shape[0]
+    pairs = _ranked(counts, idx)
+    t2a = _per_query(pairs["t2a"].query, pairs["t2a"].rank, pairs["t2a"].within, n_cap, ks)
+    ranked = pairs["a2t"]
     a2t = _per_query(ranked.query, ranked.rank, ranked.within, n_clips, ks)
     if laion_compatible:
         caption_position = np.empty(n_cap, dtype=np.int64)
@@ -243,15 +255,58 @@ def per_query_dump(dump: EmbeddingDump, *, ks: Sequence[int] = DEFAULT_KS,
         DumpError: on an invalid dump (shapes, index range, NaN/inf, empty, uncaptioned clip).
     """
     ks = _check_ks(ks)
+    counts, idx = _checked_dump_counts(dump, max_block_bytes, origin=origin, screen=screen,
+                                       device=device)
+    return _compute(counts, idx, dump.n_clips, ks, laion_compatible)
+
+
+def ranked_dump(dump: EmbeddingDump, *, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
+                origin: str = "<dump>", screen: bool = True,
+                device: str | None = None) -> dict[str, Ranked]:
+    """The pessimistic rank of every (query, positive) pair of a dump, per direction.
+
+    The ranks every metric of :func:`per_query_dump` is built on, for metrics computed
+    elsewhere (:mod:`clapcap.retrieval.ir_metrics`). ``screen`` and ``device`` as in
+    :func:`per_query_dump` (same numbers).
+
+    Returns:
+        ``{"t2a": Ranked, "a2t": Ranked}`` (:class:`clapcap.retrieval.ranking.Ranked`): t2a
+        queries are the captions (one pair each), a2t queries the clips (one pair per caption).
+
+    Raises:
+        DumpError: on an invalid dump (as :func:`per_query_dump`).
+    """
+    counts, idx = _checked_dump_counts(dump, max_block_bytes, origin=origin, screen=screen,
+                                       device=device)
+    return _ranked(counts, idx)
+
+
+def ranked_similarity(sim: np.ndarray, caption_clip_index: np.ndarray, *,
+                      max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict[str, Ranked]:
+    """:func:`ranked_dump` for a given (n_captions, n_clips) matrix (ties: equal values).
+
+    Raises:
+        DumpError: on malformed inputs (see :func:`check_similarity_inputs`).
+    """
+    sim = np.asarray(sim)
+    idx = check_similarity_inputs(sim, caption_clip_index)
+    counts = _exact_counts(lambda a, b: sim[a:b], lambda a, b: np.ascontiguousarray(sim[:, a:b].T),
+                           idx, sim.shape[1], max_block_bytes)
+    return _ranked(counts, idx)
+
+
+def _checked_dump_counts(dump: EmbeddingDump, block_bytes: int, *, origin: str, screen: bool,
+                         device: str | None) -> tuple[Counts, np.ndarray]:
+    """Validate ``dump`` and count, per positive pair, the candidates scoring >= it."""
     dump.validate(origin, require_every_clip_captioned=True)
     audio, text = normalize(dump.audio_embeds), normalize(dump.text_embeds)
     zero = int((np.linalg.norm(audio, axis=1) == 0).sum() + (np.linalg.norm(text, axis=1) == 0).sum())
     if zero:
         logger.warning("%s: %d all-zero embedding rows; they tie with everything", origin, zero)
     idx = np.asarray(dump.caption_clip_index, dtype=np.int64)
-    counts = _dump_counts(text, audio, idx, max_block_bytes, screen=screen, device=device,
+    counts = _dump_counts(text, audio, idx, block_bytes, screen=screen, device=device,
                           origin=origin)
-    return _compute(counts, idx, dump.n_clips, ks, laion_compatible)
+    return counts, idx
 
 
 def _dump_counts(text: np.ndarray, audio: np.ndarray, idx: np.ndarray, block_bytes: int, *,
