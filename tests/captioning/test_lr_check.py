@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -62,3 +63,20 @@ def test_run_lr_check_on_one_architecture_row(tiny_corpus, tmp_path):
     assert written == json.loads(json.dumps(record))
     assert {t["lr_projection"] for t in record["stage1_trials"]} == {1e-3, 1e-2}
     assert record["stage1_regret"] >= 0.0 and (record["stage1_regret"] == 0.0) == record["same_stage1"]
+    # arch_lr: own trains the row at the LRs its own search chose; shared, at the baseline's
+    from clapcap.captioning.experiments.study import arch_specs, lr_source, run_configs
+
+    (spec,) = arch_specs(params, "gpt2")
+    own = dataclasses.replace(params, arch_lr="own")
+    assert lr_source(own, spec) == Path(params.out_dir) / "lr_check" / "gpt2_prefix_length2" / "search"
+    assert lr_source(params, spec) == Path(params.out_dir) / "lr_search" / "gpt2"
+    _, train_own = run_configs(own, spec)
+    assert train_own.stage1.lr_projection == record["chosen"]["stage1_lr_projection"]
+    assert train_own.stage2.lr_lm == record["chosen"]["stage2_lr_lm"]
+    _, train_shared = run_configs(params, spec)
+    assert train_shared.stage1.lr_projection == record["baseline"]["stage1_lr_projection"]
+    missing = dataclasses.replace(own, out_dir=str(tmp_path / "elsewhere"))
+    with pytest.raises(ValueError, match="run caption_lr_check@gpt2-prefix_length2"):
+        run_configs(missing, spec)
+    with pytest.raises(ValueError, match="arch_lr"):
+        from_dict(CaptioningParams, {"arch_lr": "mine"})

@@ -303,6 +303,10 @@ class CaptioningParams:
     # train.<lm> learning rates.
     lr_search_lms: list[str] | None = None
     arch: ArchGrid = field(default_factory=ArchGrid)
+    # Which searched LRs an architecture row trains with: ``own`` (its own search, the
+    # caption_lr_check stage: a row's effect is not confounded with an LR the row would not
+    # choose) or ``shared`` (the baseline's search; the default of a config built in code).
+    arch_lr: str = "shared"
     # The LMs whose architecture ablation runs (None: every LM of ``lms``).
     arch_lms: list[str] | None = None
     # The architecture values that run, by name (``<key><value>``, e.g. ``prefix_length4``;
@@ -345,6 +349,8 @@ class CaptioningParams:
             if train.device != "cpu":
                 raise ValueError(f"captioning.train.{lm}.device: the device is set by the compute section "
                                  f"(or CLAPCAP_DEVICE), not here; found {train.device!r}")
+        if self.arch_lr not in ("own", "shared"):
+            raise ValueError(f"arch_lr: expected 'own' or 'shared', found {self.arch_lr!r}")
         if self.arch_lms is None:
             self.arch_lms = list(self.lms)
         stray = [lm for lm in self.arch_lms if lm not in self.lms]

@@ -21,6 +21,7 @@ from clapcap.captioning.experiments.study import (
     CaptioningParams,
     RunSpec,
     all_specs,
+    configuration,
     decoding_jobs,
     evaluate_baseline,
     evaluate_decoding,
@@ -37,6 +38,13 @@ logger = logging.getLogger(__name__)
 @task(name="captioning-lr-search", cache_policy=NO_CACHE)
 def lr_search_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[str, Any]:
     return run_lr_search(params, lm, compute=compute, tracker=study_tracker(params))
+
+
+@task(name="captioning-lr-check", cache_policy=NO_CACHE)
+def lr_check_task(params: CaptioningParams, lm: str, variant: str, compute: Compute) -> dict[str, Any]:
+    from clapcap.captioning.experiments.lr_check import run_lr_check
+
+    return run_lr_check(params, lm, variant, compute=compute)
 
 
 @task(name="captioning-run", cache_policy=NO_CACHE)
@@ -84,6 +92,11 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
     if lr_search and params.use_lr_search:
         for fut in [lr_search_task.with_options(**opts).submit(params, lm, compute) for lm in params.lr_search_lms or []]:
             fut.result()
+        if params.arch_lr == "own":  # each architecture row trains at its own searched LR
+            rows = [(s.lm, configuration(s)) for s in all_specs(params)
+                    if s.kind == "arch" and s.lm in (params.lr_search_lms or [])]
+            for fut in [lr_check_task.with_options(**opts).submit(params, lm, row, compute) for lm, row in rows]:
+                fut.result()
     specs = all_specs(params)
     skipped = [s.name for s in specs if _done(params, s)]
     futures = [run_task.with_options(**opts).submit(params, s, compute) for s in specs if not _done(params, s)]

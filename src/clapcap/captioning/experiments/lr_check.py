@@ -16,7 +16,9 @@ in ``<out_dir>/lr_check/<lm>_<variant>/check.json``:
   row's stage-1 choice equals the baseline's (else ``null``: the row's stage-2 trials started
   from another stage-1 checkpoint than a shared-LR run would).
 
-The study's rows keep the shared LR; this records whether that is fair. It says nothing about
+With ``captioning.arch_lr: own`` (params.yaml's default) the row then trains at the LRs this
+search chose (:func:`~clapcap.captioning.experiments.study.lr_source`); with ``shared`` it
+keeps the baseline's, and this record says what that costs. Either way it says nothing about
 the test metric: the search's objective is the validation loss.
 """
 

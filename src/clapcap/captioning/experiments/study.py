@@ -129,14 +129,34 @@ def all_specs(params: CaptioningParams) -> list[RunSpec]:
     return specs + encoder_specs(params) + music_specs(params)
 
 
+def lr_source(params: CaptioningParams, spec: RunSpec) -> Path | None:
+    """The LR search whose chosen learning rates ``spec`` trains with, or None (no search: the
+    ``train.<lm>`` LRs): an architecture row's own search (``<out_dir>/lr_check/<lm>_<row>/search``,
+    the ``caption_lr_check`` stage) when ``arch_lr`` is ``own``, else its LM's baseline search."""
+    if not (params.use_lr_search and spec.lm in (params.lr_search_lms or [])):
+        return None
+    if spec.kind == "arch" and params.arch_lr == "own":
+        return Path(params.out_dir) / "lr_check" / spec.name.removesuffix(f"_seed{spec.seed}") / "search"
+    return Path(params.out_dir) / "lr_search" / spec.lm
+
+
 def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfig, TrainConfig]:
     """The architecture and training config of one run, each built once from the LM's baseline:
     the spec's architecture overrides; its seed, stages and embedding key; and, when enabled
-    and finished, the searched learning rates."""
+    and finished, the searched learning rates (:func:`lr_source`).
+
+    Raises:
+        ValueError: when an architecture row should train at its own searched LR
+            (``arch_lr: own``) and that search has not finished.
+    """
     train = params.train[spec.lm]
     stage1, stage2 = train.stage1, train.stage2
-    searched = params.use_lr_search and spec.lm in (params.lr_search_lms or [])
-    chosen = chosen_learning_rates(Path(params.out_dir) / "lr_search" / spec.lm) if searched else None
+    source = lr_source(params, spec)
+    chosen = chosen_learning_rates(source) if source is not None else None
+    if chosen is None and source is not None and spec.kind == "arch" and params.arch_lr == "own":
+        row = source.parent.name
+        raise ValueError(f"{spec.name}: captioning.arch_lr is 'own', and the row's own LR search has not "
+                         f"finished ({source}/best.json); run caption_lr_check@{spec.lm}-{row.removeprefix(spec.lm + '_')}")
     if chosen:
         stage1 = dataclasses.replace(stage1, lr_projection=chosen["stage1_lr_projection"])
         stage2 = dataclasses.replace(stage2, lr_projection=chosen["stage2_lr_projection"], lr_lm=chosen["stage2_lr_lm"])
