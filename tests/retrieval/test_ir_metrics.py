@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from retrieval_cases import a2t_case
 
 from clapcap.data.dump import EmbeddingDump
 from clapcap.retrieval import ir_metrics
@@ -36,20 +37,9 @@ def _per_query(sim: np.ndarray, idx: np.ndarray, ks=KS) -> dict[str, dict[str, n
     return {d: ir_per_query(ranked[d], n[d], ks) for d in ("t2a", "a2t")}
 
 
-def _a2t_case(positions: list[int], n_captions: int) -> tuple[np.ndarray, np.ndarray]:
-    """Clip 0's positives sit at the given 1-based ranks of its column; clip 1 owns the rest."""
-    idx = np.ones(n_captions, dtype=np.int64)
-    col = np.empty(n_captions)
-    order = list(positions) + [r for r in range(1, n_captions + 1) if r not in positions]
-    for cap, rank in enumerate(order):
-        col[cap] = 1.0 - rank / 100.0
-        idx[cap] = 0 if cap < len(positions) else 1
-    return np.stack([col, np.zeros(n_captions)], axis=1), idx
-
-
 # ------------------------------------------------------------------------- by hand
 def test_three_positives_at_ranks_2_8_12_by_hand():
-    sim, idx = _a2t_case([2, 8, 12], n_captions=12)
+    sim, idx = a2t_case([2, 8, 12], n_captions=12)
     pq = {k: v[0] for k, v in _per_query(sim, idx)["a2t"].items()}
     ideal3 = 1 + _log2_disc(2) + _log2_disc(3)  # 1 + 0.6309 + 0.5
     assert (pq["r@1"], pq["r@2"], pq["r@1000"]) == (0.0, 1.0, 1.0)
@@ -101,7 +91,7 @@ def test_every_positive_first_scores_one_and_constant_scores_rank_last():
 def test_names_and_families():
     assert ir_metric_names((1, 10))[:2] == ["r@1", "r@10"]
     assert len(ir_metric_names(MTEB_KS)) == 6 * len(MTEB_KS)
-    sim, idx = _a2t_case([1, 3], n_captions=5)
+    sim, idx = a2t_case([1, 3], n_captions=5)
     assert list(_per_query(sim, idx, ks=(1, 10))["a2t"]) == ir_metric_names((1, 10))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from retrieval_cases import a2t_case
 
 from clapcap.data.dump import DumpError, EmbeddingDump, load_dump
 from clapcap.retrieval.metrics import (
@@ -35,20 +36,8 @@ def test_two_clip_case_by_hand():
     assert (out["n_clips"], out["n_captions"], out["multi_positive"]) == (2, 4, True)
 
 
-def _a2t_case(positions: list[int], n_captions: int) -> tuple[np.ndarray, np.ndarray]:
-    """Clip 0 has its positives at the given 1-based ranks of its column; clip 1 owns the rest."""
-    idx = np.ones(n_captions, dtype=np.int64)
-    col = np.empty(n_captions)
-    order = list(positions) + [r for r in range(1, n_captions + 1) if r not in positions]
-    for cap, rank in enumerate(order):
-        col[cap] = 1.0 - rank / 100.0
-        idx[cap] = 0 if cap < len(positions) else 1
-    sim = np.stack([col, np.zeros(n_captions)], axis=1)
-    return sim, idx
-
-
 def test_average_precision_by_hand():
-    sim, idx = _a2t_case([2, 8, 12], n_captions=12)
+    sim, idx = a2t_case([2, 8, 12], n_captions=12)
     pq = per_query_metrics(sim, idx)["a2t"]
     assert pq["map"][0] == pytest.approx((1 / 2 + 2 / 8 + 3 / 12) / 3)
     # map@10 keeps ranks <= 10 but still divides by all 3 positives (trec map_cut_10)
@@ -63,7 +52,7 @@ def test_pessimistic_ties_put_positive_below_equal_negatives():
     pq = per_query_metrics(sim, np.arange(4))
     assert (pq["t2a"]["rank"] == 4).all() and (pq["a2t"]["rank"] == 4).all()
     # tied positives take consecutive positions after the tied negatives
-    sim2, idx2 = _a2t_case([1, 2, 3], n_captions=6)
+    sim2, idx2 = a2t_case([1, 2, 3], n_captions=6)
     sim2[:, 0] = 0.5
     pq2 = per_query_metrics(sim2, idx2)["a2t"]
     assert pq2["map"][0] == pytest.approx((1 / 4 + 2 / 5 + 3 / 6) / 3)
@@ -116,7 +105,7 @@ def test_custom_ks():
 # ------------------------------------------------------------------- LAION convention
 def test_laion_map_at_10_differs_on_hand_built_case():
     # clip 0 has 5 captions; in caption order they rank 5, 4, 3, 2, 1 (all in the top 10)
-    sim, idx = _a2t_case([5, 4, 3, 2, 1], n_captions=12)
+    sim, idx = a2t_case([5, 4, 3, 2, 1], n_captions=12)
     correct = per_query_metrics(sim, idx)["a2t"]["map@10"][0]
     laion = per_query_metrics(sim, idx, laion_compatible=True)["a2t"]["map@10"][0]
     assert correct == pytest.approx(1.0)  # all positives on top: perfect
