@@ -5,13 +5,13 @@ and results/captioning/findings.md."""
 import sys
 
 from clapcap.captioning.config import CaptioningParams, CaptionSubsetParams
-from clapcap.captioning.experiments.findings import run_findings
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.analyses import run_findings_tracked
 
 
 def main() -> int:
-    run_findings(load_section(CaptioningParams, "captioning"),
+    run_findings_tracked(load_section(CaptioningParams, "captioning"),
                  load_section(CaptionSubsetParams, "caption_subsets").subsets)
     return 0
 

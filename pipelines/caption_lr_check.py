@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.experiments.lr_check import run_lr_check
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.tracked.analyses import run_lr_check_tracked
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    run_lr_check(load_section(CaptioningParams, "captioning"), args.lm, args.name, compute=load_compute())
+    run_lr_check_tracked(load_section(CaptioningParams, "captioning"), args.lm, args.name, compute=load_compute())
     return 0
 
 

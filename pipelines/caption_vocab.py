@@ -6,11 +6,12 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.evaluation.caption_vocab import CaptionVocabParams, vocab_study
+from clapcap.evaluation.caption_vocab import CaptionVocabParams
+from clapcap.tracked.analyses import run_vocab
 
 
 def main() -> int:
-    vocab_study(load_section(CaptionVocabParams, "caption_vocab"))
+    run_vocab(load_section(CaptionVocabParams, "caption_vocab"))
     return 0
 
 

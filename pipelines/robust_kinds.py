@@ -8,11 +8,12 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-from clapcap.robust.kinds import KindStudyParams, run_kind_study
+from clapcap.robust.kinds import KindStudyParams
+from clapcap.tracked.analyses import run_kinds
 
 
 def main() -> int:
-    run_kind_study(load_section(RobustBenchParams, "robust_benchmark"),
+    run_kinds(load_section(RobustBenchParams, "robust_benchmark"),
                    load_section(RobustSeedParams, "robust_seeds"),
                    load_section(RobustTrainParams, "robust_train"),
                    load_section(RobustTrainParams, "robust_control"),

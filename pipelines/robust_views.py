@@ -7,11 +7,12 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-from clapcap.robust.views_study import ViewCountParams, run_view_count_study
+from clapcap.robust.views_study import ViewCountParams
+from clapcap.tracked.analyses import run_views
 
 
 def main() -> int:
-    run_view_count_study(load_section(RobustTrainParams, "robust_train"),
+    run_views(load_section(RobustTrainParams, "robust_train"),
                          load_section(RobustBenchParams, "robust_benchmark"),
                          load_section(RobustSeedParams, "robust_seeds"),
                          load_section(ViewCountParams, "robust_views"), compute=load_compute())

@@ -106,6 +106,9 @@ class CaptionVocabParams:
     dataset_dir: str = "data/corpus"
     extra: dict[str, str] = field(default_factory=dict)  # name -> {clip_id: caption} JSON
     out: str = "results/captioning/vocab.json"
+    # MLflow (clapcap.tracked.analyses.run_vocab): one run per configuration
+    track: bool = True
+    experiment: str = "clapcap-captioning"
 
 
 def vocab_study(params: CaptionVocabParams) -> dict[str, Any]:

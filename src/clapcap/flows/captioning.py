@@ -42,9 +42,9 @@ def lr_search_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[
 
 @task(name="captioning-lr-check", cache_policy=NO_CACHE)
 def lr_check_task(params: CaptioningParams, lm: str, variant: str, compute: Compute) -> dict[str, Any]:
-    from clapcap.captioning.experiments.lr_check import run_lr_check
+    from clapcap.tracked.analyses import run_lr_check_tracked
 
-    return run_lr_check(params, lm, variant, compute=compute)
+    return run_lr_check_tracked(params, lm, variant, compute=compute)
 
 
 @task(name="captioning-run", cache_policy=NO_CACHE)
