@@ -31,8 +31,10 @@ def _build(tmp: Path) -> CurvesParams:
         for stage in (1, 2):
             write_json(cap / "runs" / run_name / f"stage{stage}" / "result.json",
                        {"history": [{"epoch": e, "train_loss": 1.0 / e, "val_loss": 1.1 / e} for e in (1, 2)]})
-    for lm in ("gpt2", "t5"):
-        write_json(cap / "lr_search" / lm / "best.json", {
+    for lm, folder in [("gpt2", "lr_search/gpt2"), ("t5", "lr_search/t5"),
+                       ("gpt2_prefix_length4", "lr_check/gpt2_prefix_length4/search"),
+                       ("gpt2_projection_depth1", "lr_check/gpt2_projection_depth1/search")]:
+        write_json(cap / folder / "best.json", {
             "stage1_trials": [{"lr_projection": 0.01, "val_loss": 0.7}, {"lr_projection": 0.001, "val_loss": 0.6}],
             "stage2_trials": [{"lr_projection": 0.001, "lr_lm": 0.003, "val_loss": 0.5}]})
     finding = {"metric": "cider_d", "effect": 0.1, "ci": {"low": -0.1, "high": 0.3}, "verdict": "within noise"}
@@ -41,7 +43,8 @@ def _build(tmp: Path) -> CurvesParams:
         {**finding, "id": "robust.view2", "metric": "t2a/r@10"}]})
     return CurvesParams(models_dir=str(tmp / "models"), clap_models=["default_clap", "robust_clap", "robust_control"],
                         captioning_dir=str(cap), caption_runs=["gpt2_seed0", "t5_seed0", "smollm2_seed0"],
-                        lr_searches=["gpt2", "t5"], conclusions=str(tmp / "reports" / "conclusions.json"),
+                        lr_searches=["gpt2", "t5"], lr_checks=["gpt2_prefix_length4", "gpt2_projection_depth1"],
+                        conclusions=str(tmp / "reports" / "conclusions.json"),
                         ablation_prefixes=["captioning.arch."], out_dir=str(tmp / "plots"))
 
 
@@ -110,5 +113,6 @@ def test_stage_deps_match_the_params_section():
     want |= {f"{p['models_dir']}/{m}/train_result.json" for m in p["clap_models"]}
     want |= {f"{p['captioning_dir']}/runs/{r}" for r in p["caption_runs"]}
     want |= {f"{p['captioning_dir']}/lr_search/{lm}" for lm in p["lr_searches"]}
+    want |= {f"{p['captioning_dir']}/lr_check/{row}" for row in p["lr_checks"]}
     assert set(stage["deps"]) == want
     assert stage["outs"] == [{p["out_dir"]: {"cache": False}}]

@@ -9,7 +9,8 @@ training stages already saved, without retraining, into CSV files with one heade
 - ``clap_<model>_val.csv``: ``epoch`` and every validation metric of the evaluated epochs;
 - ``caption_<run>_stage<s>.csv``: ``epoch, train_loss, val_loss`` of each captioning stage;
 - ``lr_<lm>_stage1.csv``: ``lr_projection, val_loss``; ``lr_<lm>_stage2.csv``:
-  ``trial, lr_projection, lr_lm, val_loss`` (the trials of each LR search);
+  ``trial, lr_projection, lr_lm, val_loss`` (the trials of each LR search); the same for each
+  architecture row's own search (``lr_checks``: ``lr_<row>_stage1.csv``, ...);
 - ``ablations.csv``: ``finding, effect, ci_low, ci_high, verdict`` of the findings in
   ``reports/conclusions.json`` whose id starts with one of ``ablation_prefixes`` (the
   captioning ablation rows); they must share one metric, which the header names
@@ -39,7 +40,8 @@ class CurvesParams:
 
     ``clap_models``: folders under ``models/`` with a ``train_result.json``;
     ``caption_runs``: folders under ``<captioning_dir>/runs`` with ``stage<s>/result.json``;
-    ``lr_searches``: folders under ``<captioning_dir>/lr_search`` with a ``best.json``.
+    ``lr_searches``: folders under ``<captioning_dir>/lr_search`` with a ``best.json``;
+    ``lr_checks``: architecture rows with ``<captioning_dir>/lr_check/<row>/search/best.json``.
     """
 
     models_dir: str = "models"
@@ -47,6 +49,7 @@ class CurvesParams:
     captioning_dir: str = "results/captioning"
     caption_runs: list[str] = field(default_factory=list)
     lr_searches: list[str] = field(default_factory=list)
+    lr_checks: list[str] = field(default_factory=list)
     conclusions: str = "reports/conclusions.json"
     ablation_prefixes: list[str] = field(default_factory=list)
     out_dir: str = "plots"
@@ -116,8 +119,10 @@ def write_curves(params: CurvesParams) -> list[Path]:
                 fname = f"caption_{run}_{path.parent.name}.csv"
                 _write_csv(tmp / fname, ["epoch", "train_loss", "val_loss"], rows)
                 written.append(fname)
-        for lm in params.lr_searches:
-            best_path = cap / "lr_search" / lm / "best.json"
+        searches = [(lm, cap / "lr_search" / lm) for lm in params.lr_searches]
+        searches += [(row, cap / "lr_check" / row / "search") for row in params.lr_checks]
+        for lm, folder in searches:
+            best_path = folder / "best.json"
             if not best_path.is_file():
                 raise CurvesError(f"{best_path}: not found")
             best = read_json(best_path)
