@@ -31,9 +31,8 @@ def _build(tmp: Path) -> CurvesParams:
         for stage in (1, 2):
             write_json(cap / "runs" / run_name / f"stage{stage}" / "result.json",
                        {"history": [{"epoch": e, "train_loss": 1.0 / e, "val_loss": 1.1 / e} for e in (1, 2)]})
-    for lm, folder in [("gpt2", "lr_search/gpt2"), ("t5", "lr_search/t5"),
-                       ("gpt2_prefix_length4", "lr_check/gpt2_prefix_length4/search"),
-                       ("gpt2_projection_depth1", "lr_check/gpt2_projection_depth1/search")]:
+    for folder in ("lr_search/gpt2", "lr_search/t5", "lr_check/gpt2_prefix_length4/search",
+                   "lr_check/gpt2_projection_depth1/search"):
         write_json(cap / folder / "best.json", {
             "stage1_trials": [{"lr_projection": 0.01, "val_loss": 0.7}, {"lr_projection": 0.001, "val_loss": 0.6}],
             "stage2_trials": [{"lr_projection": 0.001, "lr_lm": 0.003, "val_loss": 0.5}]})
