@@ -108,3 +108,15 @@ def test_folder_listing_follows_symlinked_subfolders_without_looping(tmp_path, w
     assert [f["path"] for f in build_listing(params)["files"]] == ["clips/a.wav", "meta.csv", "own/b.wav"]
     prepare_data(params, progress=False)
     assert list(load_dataset(tmp_path / "corpus").manifest["audio_path"]) == ["clips/a.wav", "own/b.wav"]
+
+
+def test_references_are_each_clip_of_the_split_with_all_its_captions(tmp_path, make_clotho):
+    root = make_clotho(tmp_path / "ds")
+    prepare_data(_params(root, tmp_path / "corpus"), progress=False)
+    ds = load_dataset(tmp_path / "corpus")
+    train = ds.split("train")
+    refs = ds.references("train")
+    assert sorted(refs) == sorted(map(str, train["clip_id"]))
+    for cid, caps in zip(train["clip_id"], train["captions"], strict=True):
+        assert refs[str(cid)] == list(caps) and len(caps) > 1
+    assert ds.references("test") == {}

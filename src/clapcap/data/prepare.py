@@ -60,6 +60,11 @@ class Dataset:
     def split(self, name: str) -> pd.DataFrame:
         return self.manifest[self.manifest["split"] == name].reset_index(drop=True)
 
+    def references(self, split: str = "test") -> dict[str, list[str]]:
+        """Clip id -> its reference captions, for every clip of ``split``."""
+        df = self.split(split)
+        return {str(c): list(caps) for c, caps in zip(df["clip_id"], df["captions"], strict=True)}
+
 
 def load_dataset(out_dir: str | Path) -> Dataset:
     """Load a prepared dataset folder (``manifest.csv`` + ``dataset.json``)."""

@@ -99,9 +99,7 @@ def score_study(params: CaptionScoreParams) -> dict[str, Any]:
 
     from clapcap.data.prepare import load_dataset
 
-    manifest = load_dataset(params.dataset_dir).manifest
-    test = manifest[manifest["split"] == "test"]
-    references = {str(c): list(caps) for c, caps in zip(test["clip_id"], test["captions"], strict=True)}
+    references = load_dataset(params.dataset_dir).references("test")
     files = prediction_files(params.captioning_dir)
     model = CachedSentenceModel(load_minilm())  # the shared references are embedded once
     runs = {}

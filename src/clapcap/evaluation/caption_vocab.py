@@ -119,8 +119,7 @@ def vocab_study(params: CaptionVocabParams) -> dict[str, Any]:
     """
     from clapcap.data.prepare import load_dataset
 
-    test = load_dataset(params.dataset_dir).split("test")
-    references = {str(c): list(caps) for c, caps in zip(test["clip_id"], test["captions"], strict=True)}
+    references = load_dataset(params.dataset_dir).references("test")
     files = {**prediction_files(params.captioning_dir), **params.extra}
     runs = {name: caption_stats(read_json(path), references) for name, path in sorted(files.items())}
     record = {"definition": "clapcap.evaluation.caption_vocab", "references": reference_stats(references),

@@ -113,8 +113,7 @@ def export_dcase(params: DcaseParams) -> dict[str, Any]:
 
     name, predictions = champion_predictions(params)
     ds = load_dataset(params.dataset_dir)
-    test = ds.manifest[ds.manifest["split"] == "test"]
-    refs = {str(c): list(r) for c, r in zip(test["clip_id"], test["captions"], strict=True)}
+    refs, test = ds.references("test"), ds.split("test")
     audio = {str(c): Path(str(p)).name for c, p in zip(test["clip_id"], test["audio_path"], strict=True)}
     rows = submission_rows(predictions, audio)
     keys = [k for _, k in DCASE_COLUMNS if k not in (None, "vocab")]

@@ -94,9 +94,7 @@ def caption_item_scores(predictions_path: str | Path, dataset_dir: str | Path, m
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the candidate's test captions are missing; rerun its stage (dvc repro)")
     predictions = read_json(path)
-    manifest = load_dataset(dataset_dir).manifest
-    test = manifest[manifest["split"] == "test"]
-    refs = {str(c): list(r) for c, r in zip(test["clip_id"], test["captions"], strict=True)}
+    refs = load_dataset(dataset_dir).references("test")
     ids = sorted(refs)
     scored = score_predictions(predictions, refs, metrics=[metric])
     if metric not in scored["corpus"]:
