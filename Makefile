@@ -44,17 +44,25 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 
 # The LLM engine (clapcap.llm.engine, docs/llm_engines.md): llama.cpp's OpenAI-compatible server
 # from llama-cpp-python[server], in a venv of its own (.engine) so the project's pins stay. The
-# package is a source archive: pip compiles llama.cpp with CMake (measured 5-12 min on 2 cores;
-# a rebuild reuses pip's wheel cache). The stages that call an LLM start and stop it themselves.
+# package is a source archive: pip compiles llama.cpp with CMake (measured 5-12 min on 2 cores).
+# The stages that call an LLM start and stop it themselves.
 ENGINE_VENV ?= .engine
+# A portable x86-64 build (AVX2, FMA, F16C), not llama.cpp's default -march=native: on a CPU with
+# AMX (measured on a Xeon with amx_int8, 2026-12-04) the native build segfaults on any prompt of
+# more than one token. --no-cache-dir: pip's wheel cache is keyed by the source archive, not by
+# these flags, so a cached wheel built with other flags would be taken silently.
+ENGINE_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 ENGINE_STAMP := $(ENGINE_VENV)/.clapcap-engine
 engine: $(ENGINE_STAMP)
 
-$(ENGINE_STAMP): requirements/engine.txt
+$(ENGINE_STAMP): requirements/engine.txt | $(STAMP)
 	@test -x $(ENGINE_VENV)/bin/python || python3.11 -m venv $(ENGINE_VENV) || python3 -m venv $(ENGINE_VENV)
 	$(ENGINE_VENV)/bin/pip install -q --upgrade pip
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(ENGINE_VENV)/bin/pip install -q -r requirements/engine.txt
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) CMAKE_ARGS="$(ENGINE_CMAKE_ARGS)" \
+	  $(ENGINE_VENV)/bin/pip install -q --no-cache-dir -r requirements/engine.txt
 	$(ENGINE_VENV)/bin/python -c "import llama_cpp.server"
+	$(ENGINE_VENV)/bin/python tools/engine_smoke.py \
+	  "$$($(PY) -c 'from clapcap.llm.engine import SMOLLM2_GGUF, model_path; print(model_path(SMOLLM2_GGUF))')"
 	@touch $@
 
 # The real-recordings benchmark's sources that are files, not installed packages

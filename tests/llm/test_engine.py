@@ -56,6 +56,50 @@ def test_server_that_exits_is_reported_with_its_log(tmp_path):
             pass
 
 
+FAKE_SERVER = """
+import http.server, os, signal, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def do_POST(self):
+        print("ggml_compute: illegal tile state", flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+@pytest.fixture
+def crashing_engine(tmp_path) -> EngineConfig:
+    """An engine whose 'python' runs FAKE_SERVER instead of llama.cpp."""
+    (tmp_path / "server.py").write_text(FAKE_SERVER)
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nif [ \"$1\" = -c ]; then exit 0; fi\nexec {sys.executable} {tmp_path / 'server.py'} \"$@\"\n")
+    fake.chmod(0o755)
+    return EngineConfig(kind="llama_cpp", python=str(fake), log_path=str(tmp_path / "server.log"), startup_timeout_s=30)
+
+
+def test_server_that_crashes_while_serving_is_named(crashing_engine):
+    """A 'server' that answers /v1/models and segfaults on the first completion (as a llama.cpp
+    built for another CPU did): the client's connection error becomes one EngineError naming
+    the signal and the log, not a bare 'endpoint unreachable'."""
+    from clapcap.llm.config import EndpointConfig
+    from clapcap.llm.errors import LLMError
+
+    with pytest.raises(EngineError, match=r"(?s)died while serving.*SIGSEGV.*make engine.*illegal tile state") as err:
+        with served(crashing_engine) as url:
+            client = EndpointConfig(base_url=url, env_file="", max_retries=0).client(crashing_engine.alias,
+                                                                                     key_required=False)
+            client.complete([{"role": "user", "content": "hi"}], max_tokens=4)
+    assert isinstance(err.value.__cause__, LLMError)
+
+
+def test_an_error_with_the_server_alive_passes_through(crashing_engine):
+    with pytest.raises(RuntimeError, match="planted"):
+        with served(crashing_engine):
+            raise RuntimeError("planted")
+
+
 @pytest.mark.engine
 def test_real_server_answers_through_the_client_and_stops(tmp_path):
     import psutil

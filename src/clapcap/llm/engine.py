@@ -11,13 +11,16 @@ docs/llm_engines.md.
 The server's output goes to a log file; a server that exits or does not answer
 ``/v1/models`` within ``startup_timeout_s`` fails the step with one :class:`EngineError`
 naming the command and the log's last lines. The server is stopped (SIGTERM, then SIGKILL
-after 10 s) when the ``with`` block ends, also on an error or a KeyboardInterrupt.
+after 10 s) when the ``with`` block ends, also on an error or a KeyboardInterrupt. A server
+that dies while serving (a crash, not a refusal) turns the block's error into an
+:class:`EngineError` with the exit status and the log's last lines.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -50,14 +53,16 @@ class EngineConfig:
     interpreter of the engine's venv (``make engine`` builds ``.engine``). ``model``: the GGUF
     file, as a path or ``<package>:<file>`` inside an installed package (found without
     importing it). ``alias``: the model name the server answers to (the requests' ``model``).
-    ``n_threads``: the server's CPU threads; ``n_ctx``: its context length.
+    ``n_threads``: the server's CPU threads (1: with SmolLM2-135M on 2 cores, one thread was
+    1.67x the speed of two alone and 4.83x beside a busy one-thread stage, as ``make repro``
+    runs it; ``benchmarks/bench_engine_threads.py``, 2026-12-04); ``n_ctx``: its context length.
     """
 
     kind: Literal["none", "llama_cpp"] = "none"
     python: str = ".engine/bin/python"
     model: str = SMOLLM2_GGUF
     alias: str = "smollm2-135m-instruct"
-    n_threads: int = 2
+    n_threads: int = 1
     n_ctx: int = 2048
     startup_timeout_s: float = 120.0
     log_path: str = ".engine/server.log"
@@ -136,6 +141,24 @@ def _wait_ready(proc: subprocess.Popen, url: str, cfg: EngineConfig, log: Path, 
         time.sleep(0.2)
 
 
+def _exit_status(proc: subprocess.Popen, wait_s: float = 1.0) -> int | None:
+    """The server's exit status, waiting up to ``wait_s`` for it (a crash that made the
+    client fail may not be reaped yet); None while it runs."""
+    try:
+        return proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _describe(status: int) -> str:
+    if status < 0:
+        try:
+            return f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"killed by signal {-status}"
+    return f"exit status {status}"
+
+
 def stop(proc: subprocess.Popen, *, grace_s: float = 10.0) -> None:
     """Stop the server by its PID: SIGTERM, then SIGKILL when it has not exited after ``grace_s``."""
     if proc.poll() is not None:
@@ -177,6 +200,15 @@ def served(cfg: EngineConfig, fallback_url: str = "") -> Iterator[str]:
         logger.info("LLM engine: llama.cpp serving %s as %r at %s (pid %d, ready in %.1f s)", gguf.name, cfg.alias,
                     url, proc.pid, seconds)
         yield url
+    except EngineError:  # the server did not come up: _wait_ready's message says why
+        raise
+    except Exception as exc:
+        status = _exit_status(proc)
+        if status is None:
+            raise
+        raise EngineError(f"the LLM engine (pid {proc.pid}) died while serving {url} ({_describe(status)}); a "
+                          "llama.cpp built for another CPU does this: `tools/engine_smoke.py` checks the build, "
+                          f"`rm -rf .engine && make engine` rebuilds it; last lines of {log}:\n{_tail(log)}") from exc
     finally:
         stop(proc)
         logger.info("LLM engine (pid %d) stopped", proc.pid)
