@@ -35,7 +35,7 @@ PARAMS_SECTIONS = frozenset({
     "embed_pretrained", "model_cards", "music_subset", "pairwise", "real_benchmark", "real_captioning", "real_data", "reference",
     "reference_baselines", "report", "report_inputs",
     "retrieval", "robust_benchmark", "robust_control", "robust_kinds", "robust_paraphrase", "robust_paraphrase_llm", "robust_seeds",
-    "robust_text_store", "robust_train", "robust_views", "train_clap", "training_curves",
+    "robust_text_store", "robust_train", "robust_view_source", "robust_views", "train_clap", "training_curves",
 })
 # ``study``: which grid ``params.yaml`` holds, one of the files ``studies/<name>.yaml``
 # (written by ``clapcap pipeline study <name>`` / ``make repro STUDY=<name>``).

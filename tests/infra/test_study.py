@@ -15,6 +15,7 @@ from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.experiments.study import encoder_specs
 from clapcap.config import ConfigError, load_section
 from clapcap.experiments.clap_variants import ClapVariantStudy
+from clapcap.paraphrase.dataset import ParaphraseParams
 from clapcap.repro import apply_study, study_overrides
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,13 +60,16 @@ def test_both_studies_load_as_typed_params(project):
         apply_study(project, study)
         cap = load_section(CaptioningParams, "captioning", project / "params.yaml")
         variants = load_section(ClapVariantStudy, "clap_variants", project / "params.yaml")
+        llm = load_section(ParaphraseParams, "robust_paraphrase_llm", project / "params.yaml")
         if study == "full":
+            assert llm.max_clips is None and llm.captions_per_clip is None  # every caption: the LLM views in full
             assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
             assert len(encoder_specs(cap)) == 9
             assert set(variants.variants) == {"frozen", "scratch"}
         else:
             assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
             assert variants.variants == {}
+            assert llm.max_clips == {"train": 64, "test": 4} and llm.captions_per_clip == {"train": 1}
             assert cap.encoder_seeds == [] and not encoder_specs(cap)
 
 

@@ -127,6 +127,18 @@ def test_llm_views_and_pairwise_sections(tmp_path):
     section = report.split("## Pairwise A/B study with LLM judges")[1].split("\n## ")[0]
     assert "| x (8 votes) | 0.750 |" in section and "Fleiss kappa within each judge pool: p 0.400" in section
     assert "p 2 of 10" in section and (tmp_path / "report" / "figures" / "pairwise_preference.png").is_file()
+    # A subset of two splits: one row per split and view, and what each split paraphrased.
+    train_rec = [{**r, "caption": "A dog barks."} for r in records]
+    _write(views / "paraphrase_report.json", {
+        "n_captions": 2, "n_clips": 2, "acceptance": acceptance(records + train_rec),
+        "subset": {"max_clips": {"train": 1}, "captions_per_clip": {"train": 1}, "splits": {
+            "train": {"n_clips": 1, "n_captions": 1, "acceptance": acceptance(train_rec)},
+            "test": {"n_clips": 1, "n_captions": 1, "acceptance": acceptance(records)}}}})
+    _write(views / "view_records.json", records + train_rec)
+    collect_and_report(params, tmp_path / "report_split")
+    section = (tmp_path / "report_split" / "report.md").read_text().split("## RobustCLAP views from a real LLM")[1]
+    assert "| train, view1 (1) |" in section and "| test, all (2) |" in section
+    assert "; train: 1 of 1 clips; test: 1 of 1 clips" in section
     empty = collect_and_report(CollectParams(out_dir=str(tmp_path / "i2"), llm_views=str(tmp_path / "no"),
                                              pairwise=str(tmp_path / "no")), tmp_path / "r2")
     assert empty["sections"]["pairwise"]["status"] == "not run"

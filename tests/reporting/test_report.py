@@ -69,7 +69,7 @@ def test_full_report_from_fixtures(tmp_path):
                               "encoder_ablation.png", "reference_comparison.png",
                               "lr_search_gpt2_stage_1.png", "lr_search_t5_stage_1.png",
                               "lr_search_encoder_sweep.png", "retrieval_leaderboard.png", "vocab.png",
-                              "kinds.png", "views.png"])
+                              "kinds.png", "views.png", "view_source.png"])
     assert all((out / "figures" / f).stat().st_size > 1000 for f in figures)
     assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 3
     assert "lr=0.001" in md
@@ -83,6 +83,10 @@ def test_full_report_from_fixtures(tmp_path):
     assert "| CLAP | 0.747 | 0.360 | 0.478 | 0.709 |" in kinds_md and "151 event-sound clips" in kinds_md
     views_md = (out / "tables" / "views.md").read_text()
     assert "| view1_only | 0.720 | 0.724 | 0.162 | 0.099 |" in views_md.replace("**", "")
+    source_md = (out / "tables" / "view_source.md").read_text().replace("**", "")
+    assert "| fine-tune (LLM views) | 0.620 | 0.600 | 0.360 | 0.110 |" in source_md
+    assert "| CLAP | 0.700 | 0.690 | 0.400 | 0.120 |" in source_md  # the base: one model, no seeds
+    assert "the same 64 captions of 64 training clips" in source_md and "view1 25, view2 40" in source_md
     lr_md = (out / "tables" / "lr_check.md").read_text()
     assert "| gpt2_prefix_length4 | 0.003 / 0.001 | 0.001, 0.001 / 0.001, 0.001 | 0.0029 | – |" in lr_md
     assert "0 of 1 architecture rows choose exactly the baseline's learning rates." in md

@@ -214,3 +214,55 @@ def test_dead_endpoint_stops_paraphrasing_once(closed_port_url, tmp_path):
     # No caption starts after the stop: a few attempts, not 40 captions x 6 attempts.
     assert paraphraser.client.n_requests <= 2 + 2 * params.workers
     assert not (tmp_path / "cache.jsonl").exists()
+
+
+def _two_splits(tmp_path):
+    """4 train clips and 3 test clips, three distinct captions each."""
+    import pandas as pd
+
+    from clapcap.data.manifest import write_manifest
+    from clapcap.utils.io import write_json
+
+    rows = [{"clip_id": f"{split}{i}", "audio_path": f"a/{split}{i}.wav", "duration_s": 1.0, "sample_rate": 16000,
+             "split": split, "source": "synthetic", "is_audioset_eval": None,
+             "captions": [f"A metallic clank {split} {i} {k}." for k in range(3)]}
+            for split, n in (("train", 4), ("test", 3)) for i in range(n)]
+    out = tmp_path / "ds2"
+    write_manifest(pd.DataFrame(rows), out / "manifest.csv")
+    write_json(out / "dataset.json", {"root": "."})
+    return out
+
+
+def test_subset_per_split_paraphrases_only_the_chosen_captions(fake_llm, tmp_path):
+    """max_clips and captions_per_clip per split: the first 2 train clips with their first
+    caption, every test clip with all its captions; the report says which, with each split's
+    acceptance rates."""
+    from clapcap.data.prepare import load_dataset
+    from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
+
+    pp = ParaphraseParams(backend="llm", dataset_dir=str(_two_splits(tmp_path)), out_dir=str(tmp_path / "out"),
+                          splits=["train", "test"], max_clips={"train": 2}, captions_per_clip={"train": 1},
+                          llm=_params(fake_llm, tmp_path), track=False)
+    report = paraphrase_dataset(pp, progress=False)
+    df = load_dataset(tmp_path / "out").manifest
+    assert list(df["clip_id"]) == ["train0", "train1", "test0", "test1", "test2"]
+    assert [len(c) for c in df["captions"]] == [1, 1, 3, 3, 3]
+    assert [len(v) for v in df["paraphrases_v2"]] == [1, 1, 3, 3, 3]
+    assert df["captions"][1] == ["A metallic clank train 1 0."]
+    generations = [r for r in fake_llm.requests if r["body"]["messages"][0]["content"].startswith("You rewrite")]
+    assert len(generations) == 11  # 2 + 9 captions, nothing else asked
+    splits = report["subset"]["splits"]
+    assert splits["train"]["n_clips"] == 2 and splits["train"]["n_captions"] == 2
+    assert splits["test"]["n_captions"] == 9 and splits["test"]["acceptance"]["view1"]["n"] == 9
+    assert splits["train"]["acceptance"]["all"]["n"] == 4
+    assert report["subset"]["max_clips"] == {"train": 2}
+
+
+def test_subset_params_are_checked_at_load():
+    from clapcap.config import ConfigError
+    from clapcap.paraphrase.dataset import ParaphraseParams
+
+    with pytest.raises(ConfigError, match=r"max_clips: splits \['val'\] not in splits \['test'\]"):
+        ParaphraseParams(splits=["test"], max_clips={"val": 3})
+    with pytest.raises(ConfigError, match=r"captions_per_clip: expected counts >= 1, found \{'\*': 0\}"):
+        ParaphraseParams(captions_per_clip=0)

@@ -367,3 +367,79 @@ def test_text_store_stage_feeds_the_fine_tunes_read_only(robust_setup, tmp_path,
         _train_params(root, eval_every=0)
     with pytest.raises(ValueError, match="text_trainable_layers"):
         RobustTextStoreParams(text_trainable_layers=[-1])
+
+
+def _llm_manifest(root, tmp_path, n_clips=6):
+    """An LLM stage's output in the real format: the first train clips with their first caption,
+    views rewritten from the caption, one view1 dropped (null)."""
+    from clapcap.data.manifest import write_manifest
+    from clapcap.data.prepare import load_dataset
+    from clapcap.utils.io import write_json
+
+    ds = load_dataset(root / "para")
+    df = ds.split("train").head(n_clips).copy()
+    df["captions"] = [caps[:1] for caps in df["captions"]]
+    df["paraphrases_v1"] = [[None if i == 0 else f"Heard here: {caps[0].lower()}"] for i, caps in
+                            enumerate(df["captions"])]
+    df["paraphrases_v2"] = [[f"One perceives {caps[0].lower()}"] for caps in df["captions"]]
+    out = tmp_path / "llm"
+    write_manifest(df, out / "manifest.csv")
+    write_json(out / "dataset.json", {"root": str(ds.root)})
+    return out
+
+
+def test_view_source_study_trains_each_source_on_the_same_captions(robust_setup, tmp_path):
+    """The LLM's views, the lexicon's views of the same captions (masked alike) and no views,
+    over two seeds; the findings pair the seeds."""
+    from clapcap.data.prepare import load_dataset
+    from clapcap.robust.config import RobustSeedParams
+    from clapcap.robust.view_source import ViewSourceParams, matched_epochs, run_view_source_study
+
+    root, train = robust_setup
+    llm_dir = _llm_manifest(root, tmp_path)
+    cand = _train_params(root)
+    ctrl = _train_params(root, loss=MultiViewLossConfig(w_view1=0.0, w_view2=0.0, w_align=0.0))
+    bench = RobustBenchParams(paraphrase_dir=str(root / "para"), out_dir=str(tmp_path / "bench"), track=False,
+                              models={"CLAP": str(root / "base")})
+    study = RobustSeedParams(seeds=[0, 1], n_resamples=200)
+    params = ViewSourceParams(llm_dir=str(llm_dir), lexicon_dir=str(root / "para"),
+                              manifests_dir=str(tmp_path / "man"), out_dir=str(tmp_path / "models"),
+                              results_dir=str(tmp_path / "res"), conclusions=str(tmp_path / "c.json"),
+                              findings_md=str(tmp_path / "f.md"))
+    result = run_view_source_study(cand, ctrl, bench, study, params, progress=False)
+
+    llm = load_dataset(tmp_path / "man" / "llm").manifest
+    lex = load_dataset(tmp_path / "man" / "lexicon").manifest
+    para = load_dataset(root / "para").manifest.set_index("clip_id")
+    assert (llm["split"] == "train").sum() == 6 and list(llm["captions"]) == list(lex["captions"])
+    assert (llm["split"] == "val").sum() == (para["split"] == "val").sum()
+    first = llm[llm["split"] == "train"].iloc[0]
+    assert first["paraphrases_v1"] == [None] and lex.iloc[0]["paraphrases_v1"] == [None]  # masked alike
+    second = lex[lex["split"] == "train"].iloc[1]
+    assert second["paraphrases_v2"] == para.at[second["clip_id"], "paraphrases_v2"][:1]  # the lexicon's own view
+    assert result["subset"] == {"n_clips": 6, "n_captions": 6, "n_views": {"view1": 5, "view2": 6}}
+    # robust_train: 1 epoch of 28 clips in batches of 8 = 4 steps; the 6 clips make 1 batch an epoch.
+    assert len(train) == 28 and result["epochs"] == matched_epochs(cand, len(train), 6) == 4
+    for source in ("llm", "lexicon", "none"):
+        assert (tmp_path / "models" / source / "seed1" / "model").is_dir()
+    assert set(result["models"]) == {"CLAP", "fine-tune (LLM views)", "fine-tune (lexicon views)",
+                                     "fine-tune (no views)"}
+    found = {f["id"]: f for f in json.loads((tmp_path / "c.json").read_text())["findings"]}
+    assert all(f["paired_seeds"] and f["seeds"]["a"] == [0, 1] for f in found.values())
+    assert len(found) == 4 and not any(".heldout." in i for i in found)  # this benchmark has no held-out view
+    per_seed = found["robust.view_source.llm.view2.vs_none"]["per_seed_effects"]
+    rows = result["models"]
+    assert per_seed["1"] == pytest.approx(rows["fine-tune (LLM views)"]["view2"]["per_seed"]["1"]
+                                          - rows["fine-tune (no views)"]["view2"]["per_seed"]["1"])
+    assert found["robust.view_source.llm.original.vs_none"]["margin"] == study.margin
+
+    # A rerun trains nothing; an LLM manifest without training captions is refused.
+    again = run_view_source_study(cand, ctrl, bench, study, params, progress=False)
+    assert again["models"] == result["models"]
+    no_train = load_dataset(llm_dir).manifest
+    no_train["split"] = "test"
+    from clapcap.data.manifest import write_manifest
+
+    write_manifest(no_train, llm_dir / "manifest.csv")
+    with pytest.raises(ValueError, match="no train clips; .*add train to robust_paraphrase_llm.splits"):
+        run_view_source_study(cand, ctrl, bench, study, params, progress=False)

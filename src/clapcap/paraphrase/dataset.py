@@ -46,7 +46,11 @@ class ParaphraseParams:
     dataset_dir: str = "data/corpus"
     out_dir: str = "data/robust/paraphrased"
     splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
-    max_clips: int | None = None
+    # A subset: an int keeps the first n clips of the chosen splits (manifest order); a
+    # mapping keeps the first n clips of each split it names (the others whole).
+    max_clips: int | dict[str, int] | None = None
+    # The first n captions of each clip (an int: every split; a mapping: the splits it names).
+    captions_per_clip: int | dict[str, int] | None = None
     llm: LLMParams = field(default_factory=LLMParams)
     # Splits that get the held-out-vocabulary view (clapcap.paraphrase.heldout; corpus backend).
     heldout_splits: list[str] = field(default_factory=list)
@@ -62,6 +66,15 @@ class ParaphraseParams:
             raise ConfigError(f"robust_paraphrase.heldout_splits: {stray} not in splits {self.splits}")
         if "train" in self.heldout_splits:
             raise ConfigError("robust_paraphrase.heldout_splits: not train (the view must stay unseen in training)")
+        for key in ("max_clips", "captions_per_clip"):
+            value = getattr(self, key)
+            per_split = value if isinstance(value, dict) else {} if value is None else {"*": value}
+            stray = sorted(set(per_split) - set(self.splits) - {"*"})
+            if stray:
+                raise ConfigError(f"robust_paraphrase.{key}: splits {stray} not in splits {self.splits}", key=key)
+            bad = {k: v for k, v in per_split.items() if v < 1}
+            if bad:
+                raise ConfigError(f"robust_paraphrase.{key}: expected counts >= 1, found {bad}", key=key)
 
 
 def check_views(df: pd.DataFrame, origin: str) -> dict[str, int]:
@@ -160,6 +173,28 @@ def _add_heldout(df: pd.DataFrame, full: pd.DataFrame, splits: list[str]) -> dic
     return {"splits": list(splits), **stats}
 
 
+def select_subset(manifest: pd.DataFrame, params: ParaphraseParams) -> pd.DataFrame:
+    """The rows of ``params.splits`` that ``max_clips`` keeps, each with the captions that
+    ``captions_per_clip`` keeps (manifest order throughout)."""
+    df = manifest[manifest["split"].isin(params.splits)].reset_index(drop=True)
+    if isinstance(params.max_clips, int):
+        df = df.iloc[: params.max_clips]
+    elif params.max_clips:
+        rank = df.groupby("split").cumcount()
+        limit = df["split"].map(params.max_clips)
+        df = df[limit.isna() | (rank < limit)]
+    df = df.reset_index(drop=True)
+    keep = params.captions_per_clip
+    if keep is not None:
+        per_row = [keep if isinstance(keep, int) else keep.get(split) for split in df["split"]]
+        df = df.copy()
+        for col in ("captions", *VIEW_COLUMNS.values()):
+            if col in df.columns:
+                df[col] = [v if n is None or not isinstance(v, list) else v[:n]
+                           for v, n in zip(df[col], per_row, strict=True)]
+    return df
+
+
 def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> dict[str, Any]:
     """Write the paraphrased manifest for ``params.splits`` of ``params.dataset_dir``.
 
@@ -173,9 +208,7 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
             views are not an error: they are ``null`` and counted in the report.
     """
     ds = load_dataset(params.dataset_dir)
-    df = ds.manifest[ds.manifest["split"].isin(params.splits)].reset_index(drop=True)
-    if params.max_clips is not None:
-        df = df.iloc[: params.max_clips].reset_index(drop=True)
+    df = select_subset(ds.manifest, params)
     if df.empty:
         raise ValueError(f"{params.dataset_dir}: no clips in splits {params.splits}")
     stats: dict[str, Any] = {}
@@ -195,8 +228,18 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
     write_json(out_dir / "dataset.json", {"root": root, "source": f"paraphrased:{params.backend}",
                                           "n_clips": len(df)})
     n_caps = int(sum(len(c) for c in df["captions"]))
-    report = {"backend": params.backend, "n_clips": len(df), "n_captions": n_caps,
-              "n_views": counts, **stats}
+    by_split = {split: {"n_clips": int((df["split"] == split).sum()),
+                        "n_captions": int(sum(len(c) for c in df.loc[df["split"] == split, "captions"]))}
+                for split in params.splits}
+    if records:  # the acceptance rates of each split's captions
+        for split in params.splits:
+            caps = {c for caps in df.loc[df["split"] == split, "captions"] for c in caps}
+            by_split[split]["acceptance"] = acceptance([r for r in records if r["caption"] in caps])
+    report: dict[str, Any] = {"backend": params.backend, "n_clips": len(df), "n_captions": n_caps}
+    if params.max_clips is not None or params.captions_per_clip is not None or records:
+        report["subset"] = {"max_clips": params.max_clips, "captions_per_clip": params.captions_per_clip,
+                            "splits": by_split}
+    report.update({"n_views": counts, **stats})
     write_json(out_dir / "paraphrase_report.json", report)
     if records:  # every LLM view, its status and why: what the acceptance rates count
         write_json(out_dir / "view_records.json", records)

@@ -49,6 +49,7 @@ class CollectParams:
     vocab: str = ""      # caption_vocab's output (vocabulary and length of generated captions)
     kinds: str = ""      # robust_kinds' kinds.json (which words hurt retrieval)
     views: str = ""      # robust_views' views.json (one view per caption against two)
+    view_source: str = ""  # robust_view_source's view_source.json (trained on the LLM's views)
     lr_check: str = ""   # caption_lr_check's folder (<row>/check.json: each row's own LR search)
 
 
@@ -222,6 +223,8 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
         inputs["kinds"] = [params.kinds]
     if params.views and Path(params.views).is_file():
         inputs["views"] = [params.views]
+    if params.view_source and Path(params.view_source).is_file():
+        inputs["view_source"] = [params.view_source]
     checks = sorted(str(p) for p in Path(params.lr_check).glob("*/check.json")) if params.lr_check else []
     if checks:
         inputs["lr_check"] = checks

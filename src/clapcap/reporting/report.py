@@ -24,6 +24,8 @@ Sections (keys of ``inputs``; each value is a path or a list of paths, see
 - ``kinds``: RobustCLAP's drops when only event words, attribute words or structure change
   (``robust_kinds``' ``kinds.json``), with a figure;
 - ``views``: RobustCLAP with one view per caption against two (``robust_views``' ``views.json``);
+- ``view_source``: fine-tunes on the LLM's views, the lexicon's views of the same captions and
+  no views (``robust_view_source``' ``view_source.json``);
 - ``lr_check``: each architecture row's own LR search against the baseline's (``check.json`` files).
 
 A section without inputs, or whose input files do not exist yet, says "not run".
@@ -71,6 +73,7 @@ SECTIONS: dict[str, str] = {
     "vocab": "Vocabulary and length of generated captions",
     "kinds": "Which words hurt retrieval: sound events, attributes or structure",
     "views": "How many paraphrase views per caption",
+    "view_source": "RobustCLAP trained on the LLM's views",
     "lr_check": "A fair learning rate per ablation row",
 }
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
@@ -214,15 +217,19 @@ def _findings_section(findings: list[dict[str, Any]], _ctx: dict[str, Any]) -> S
 
 def _llm_views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     report, records = data["report"], data["records"]
-    acc = report["acceptance"]
-    rows = [Row(name=f"{view} ({acc[view]['n']})",
+    # Per split when the stage took a subset of several splits, else over all captions.
+    splits = {k: v for k, v in report.get("subset", {}).get("splits", {}).items() if "acceptance" in v}
+    groups = {f"{split}, ": v["acceptance"] for split, v in splits.items()} if len(splits) > 1 \
+        else {"": report["acceptance"]}
+    rows = [Row(name=f"{prefix}{view} ({acc[view]['n']})",
                 values={k: float(acc[view][k]) for k in ("accepted_rate", "corrected_rate", "dropped_rate")},
                 cells={"drop reasons": ", ".join(f"{r} {n}" for r, n in acc[view]["drop_reasons"].items())})
-            for view in acc]
+            for prefix, acc in groups.items() for view in acc]
     table = Table(SECTIONS["llm_views"], rows, ["accepted_rate", "corrected_rate", "dropped_rate"],
                   ["drop reasons"], bold=False,
-                  notes=[f"{report['n_captions']} captions of {report['n_clips']} clips (views per row in "
-                         "brackets); accepted: kept as "
+                  notes=[f"{report['n_captions']} captions of {report['n_clips']} clips"
+                         + "".join(f"; {split}: {v['n_captions']} of {v['n_clips']} clips" for split, v in splits.items())
+                         + " (views per row in brackets); accepted: kept as "
                          "generated; corrected: rewritten by the correction pass; dropped: failed a step or a "
                          "mechanical check (null in the manifest)."])
     kept = [r for r in records if r["status"] != "dropped"][:3]
@@ -358,6 +365,23 @@ def _views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     return Section(tables={"views": table}, figures={"views": fig})
 
 
+def _view_source_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
+    models, sub = data["models"], data["subset"]
+    benches = list(next(iter(models.values())))
+    rows = [Row(name=name, values={b: res[b]["mean"] for b in benches}) for name, res in models.items()]
+    table = Table(SECTIONS["view_source"], rows, benches, notes=[
+        f"Test {data['metric']} per benchmark, mean over fine-tune seeds {data['seeds']}. Every fine-tune trains on "
+        f"the same {sub['n_captions']} captions of {sub['n_clips']} training clips (the LLM stage's subset; "
+        f"{data['n_full_train_clips']} in the training split), {data['epochs']} epochs; views kept by both sources: "
+        + ", ".join(f"{v} {n}" for v, n in sub["n_views"].items())
+        + ". Findings: robust.view_source.* in reports/conclusions.json."])
+    bars = {b: [(name, res[b]["mean"], min(res[b].get("per_seed", {"": res[b]["mean"]}).values()),
+                 max(res[b].get("per_seed", {"": res[b]["mean"]}).values())) for name, res in models.items()]
+            for b in benches}
+    fig = figs.interval_chart(bars, f"{SECTIONS['view_source']}: {data['metric']} (bars: range over seeds)")
+    return Section(tables={"view_source": table}, figures={"view_source": fig})
+
+
 def _lr_check_section(data: list[dict[str, Any]], _ctx: dict[str, Any]) -> Section:
     rows = []
     for rec in data:
@@ -384,7 +408,7 @@ def _load(key: str, paths: Sequence[str | Path]) -> Any:
         return {"agreement": read_json(paths[0]), "png": paths[1]}
     if key == "real":
         return {"benchmark": read_json(paths[0]), "captioning": read_json(paths[1]), "dataset": read_json(paths[2])}
-    if key in ("vocab", "kinds", "views"):
+    if key in ("vocab", "kinds", "views", "view_source"):
         return read_json(paths[0])
     if key == "lr_check":
         return [read_json(p) for p in paths]
@@ -416,6 +440,8 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return _kinds_section(data, ctx)
     if key == "views":
         return _views_section(data, ctx)
+    if key == "view_source":
+        return _view_source_section(data, ctx)
     if key == "lr_check":
         return _lr_check_section(data, ctx)
     return _retrieval_section(data, ctx)

@@ -1,7 +1,7 @@
 """The studies' analyses at the tracked edge: runs comparable in the MLflow UI.
 
 :func:`log_seed_study` logs a seed-study file (``results/robust/kinds/kinds.json``,
-``results/robust/views/views.json``: ``{"metric": "t2a/r@10", "split", "models": {model:
+``results/robust/views/views.json``, ``results/robust/view_source/view_source.json``: ``{"metric": "t2a/r@10", "split", "models": {model:
 {benchmark: {"mean", "per_seed": {seed: value}, "drop"?}}}}``) as, per model, a parent run
 ``<area>/<model>/<analysis>`` holding the mean and std over seeds (and the drop from the
 original captions where the study computes one) of every benchmark, with a child run per seed
@@ -106,6 +106,19 @@ def run_views(train: Any, bench: Any, study: Any, params: Any, *, compute: Any =
     result = run_view_count_study(train, bench, study, params, compute=compute)
     log_seed_study(Path(params.results_dir) / "views.json", stage="robust_views", experiment=bench.experiment,
                    analysis="views", enabled=bench.track, dataset_dir=bench.paraphrase_dir)
+    return result
+
+
+def run_view_source(train: Any, control: Any, bench: Any, study: Any, params: Any, *,
+                    compute: Any = None) -> dict[str, Any]:
+    """:func:`clapcap.robust.view_source.run_view_source_study`, then its ``view_source.json``
+    logged per model (:func:`log_seed_study`, analysis ``view_source``) when ``bench.track``."""
+    from clapcap.robust.view_source import run_view_source_study
+
+    result = run_view_source_study(train, control, bench, study, params, compute=compute)
+    log_seed_study(Path(params.results_dir) / "view_source.json", stage="robust_view_source",
+                   experiment=bench.experiment, analysis="view_source", enabled=bench.track,
+                   dataset_dir=params.manifests_dir + "/llm")
     return result
 
 
