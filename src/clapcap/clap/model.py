@@ -148,6 +148,19 @@ def save_clap(model: Any, tokenizer: Any, feature_extractor: Any, out_dir: str |
     return out_dir
 
 
+def text_positions(text_config: Any) -> int:
+    """How many tokens the text tower embeds: RoBERTa-style position ids start after the
+    padding id, so ``max_position_embeddings - pad_token_id - 1`` (512 for roberta-base)."""
+    return int(text_config.max_position_embeddings) - int(text_config.pad_token_id or 0) - 1
+
+
+def fit_tokenizer_to_text_tower(tokenizer: Any, text_config: Any) -> None:
+    """Cap ``tokenizer.model_max_length`` at the text tower's positions, so that a long caption is
+    truncated rather than indexing past the position table. A tokenizer saved without
+    ``model_max_length`` gets transformers' "very large" default, which would not truncate."""
+    tokenizer.model_max_length = min(int(tokenizer.model_max_length), text_positions(text_config))
+
+
 def load_clap(path: str | Path) -> tuple[Any, Any, Any, dict[str, Any]]:
     """Load a CLAP folder (or hub id when online).
 
@@ -162,6 +175,7 @@ def load_clap(path: str | Path) -> tuple[Any, Any, Any, dict[str, Any]]:
 
     model = ClapModel.from_pretrained(str(path))
     tokenizer = AutoTokenizer.from_pretrained(str(path))
+    fit_tokenizer_to_text_tower(tokenizer, model.config.text_config)
     fe = ClapFeatureExtractor.from_pretrained(str(path))
     sidecar_path = Path(path) / SIDECAR
     sidecar = read_json(sidecar_path) if sidecar_path.is_file() else {}

@@ -20,7 +20,8 @@ def _embed(args: argparse.Namespace) -> int:
 
     compute = compute_of(args)  # --device, else params.yaml's compute section; fails fast without CUDA
     cfg = EncoderConfig(name=args.name, backend=args.backend, checkpoint=args.checkpoint,
-                        enable_fusion=args.enable_fusion, batch_size=args.batch_size, hf_home=args.hf_home)
+                        enable_fusion=args.enable_fusion, batch_size=args.batch_size, hf_home=args.hf_home,
+                        revision=args.revision)
     if cfg.backend == "laion_clap" and cfg.hf_home:
         from clapcap.encoders.laion import prepare_laion_env
 
@@ -80,6 +81,8 @@ def register_commands(group: Any) -> None:
     p.add_argument("--out", required=True, help="output .npz")
     p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames"])
     p.add_argument("--checkpoint", default="", help="HF folder/hub id or laion .pt; empty = random tiny model")
+    p.add_argument("--revision", default="", help="hf_clap hub ids: branch, tag or commit (empty = main); "
+                   "the commit is recorded in the dump's meta")
     p.add_argument("--name", default="cli")
     p.add_argument("--enable-fusion", action="store_true")
     p.add_argument("--batch-size", type=int, default=16)

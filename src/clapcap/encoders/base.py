@@ -43,6 +43,8 @@ class EncoderConfig:
         hf_home: laion_clap only: offline HF cache folder (built when missing, see
             :mod:`clapcap.encoders.hf_cache`); empty = the environment's.
         tiny_seed: seed of the random tiny model when ``checkpoint`` is empty.
+        revision: ``hf_clap`` hub ids only: the branch, tag or commit to load (empty = ``main``).
+            The commit it resolves to is recorded in the dump's meta either way.
     """
 
     name: str = "default_clap"
@@ -56,6 +58,7 @@ class EncoderConfig:
     device: str = field(default="cpu", init=False)
     hf_home: str = ""
     tiny_seed: int = 0
+    revision: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

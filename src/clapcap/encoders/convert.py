@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from clapcap.encoders.checkpoints import STAND_IN_MARK, is_stand_in
 from clapcap.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -173,9 +174,15 @@ def convert_laion_checkpoint(checkpoint: str | Path, out_dir: str | Path, *, tok
     sd = raw["state_dict"] if isinstance(raw, dict) and "state_dict" in raw else raw
     model = convert_laion_state_dict(sd, spec_size=spec_size)
     fusion = bool(model.config.audio_config.enable_fusion)
+    tok = AutoTokenizer.from_pretrained(tokenizer, model_max_length=77)
+    if is_stand_in(tok) and not (isinstance(raw, dict) and raw.get(STAND_IN_MARK) == "stand-in"):
+        raise InputError(f"{checkpoint}: a real laion_clap checkpoint, but tokenizer {tokenizer!r} is clapcap's "
+                         "offline stand-in (GPT-2 ids shifted by 4, for random weights only); the converted "
+                         "folder would embed captions with the wrong token ids: convert with the real "
+                         "roberta-base tokenizer cached")
     out_dir = Path(out_dir)
     model.save_pretrained(out_dir)
-    AutoTokenizer.from_pretrained(tokenizer, model_max_length=77).save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
     ClapFeatureExtractor(frequency_min=50, frequency_max=14000,
                          truncation="fusion" if fusion else "rand_trunc").save_pretrained(out_dir)
     logger.info("converted %s -> %s (fusion=%s)", checkpoint, out_dir, fusion)

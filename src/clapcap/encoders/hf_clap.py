@@ -26,6 +26,8 @@ import numpy as np
 from clapcap.clap.model import TinyClapConfig, build_tiny_clap, load_clap
 from clapcap.clap.preprocessing import ClapPreprocessing, clap_features, tokenize
 from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
+from clapcap.encoders.checkpoints import resolve_hf_checkpoint, tokenizer_label
+from clapcap.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ class HFClapEncoder:
         self.device = device
         self.sample_rate = int(feature_extractor.sampling_rate)
         self._text_key: str | None = None
+        # What identifies the weights (hub commit or SHA-256), set by from_config.
+        self.record: dict[str, Any] = {}
         if bool(model.config.audio_config.enable_fusion) != prep.fusion:
             raise ValueError(f"{checkpoint or '<model>'}: enable_fusion={prep.fusion} but the model config "
                              f"has enable_fusion={model.config.audio_config.enable_fusion}")
@@ -58,8 +62,12 @@ class HFClapEncoder:
     def from_config(cls, cfg: EncoderConfig) -> HFClapEncoder:
         """Load ``cfg.checkpoint`` (folder or hub id), or a random tiny model when it is empty."""
 
+        resolved = None
         if cfg.checkpoint:
-            model, tok, fe, sidecar = load_clap(cfg.checkpoint)
+            resolved = resolve_hf_checkpoint(cfg.checkpoint, revision=cfg.revision)
+            model, tok, fe, sidecar = load_clap(resolved.path)
+        elif cfg.revision:
+            raise InputError(f"revision {cfg.revision!r} given without a checkpoint")
         else:
             tiny = TinyClapConfig()
             model, tok, fe = build_tiny_clap(tiny, vocab=[], seed=cfg.tiny_seed)
@@ -67,8 +75,10 @@ class HFClapEncoder:
         floor = cfg.mel_floor_db if cfg.mel_floor_db is not None else sidecar.get("mel_floor_db")
         prep = ClapPreprocessing(fusion=cfg.enable_fusion, crop=cfg.crop, fusion_seed=cfg.fusion_seed,
                                  mel_floor_db=floor)
-        return cls(model, tok, fe, prep, checkpoint=cfg.checkpoint or f"random-tiny-seed{cfg.tiny_seed}",
-                   batch_size=cfg.batch_size, device=cfg.device)
+        enc = cls(model, tok, fe, prep, checkpoint=cfg.checkpoint or f"random-tiny-seed{cfg.tiny_seed}",
+                  batch_size=cfg.batch_size, device=cfg.device)
+        enc.record = resolved.record() if resolved else {"checkpoint": enc.checkpoint, "checkpoint_kind": "random"}
+        return enc
 
     def embed_audio(self, waves: Sequence[np.ndarray]) -> np.ndarray:
         """(N, D) float32 audio embeddings (the model's projection output, L2-normalised by HF)."""
@@ -130,6 +140,8 @@ class HFClapEncoder:
     def describe(self) -> dict[str, Any]:
         fe = self.feature_extractor
         return {"pipeline": self.pipeline, "checkpoint": self.checkpoint,
+                **{k: v for k, v in self.record.items() if k != "checkpoint"},
+                "tokenizer": tokenizer_label(self.tokenizer),
                 "preprocessing": {"sample_rate": self.sample_rate, "window_samples": int(fe.nb_max_samples),
                                   "truncation": "fusion" if self.prep.fusion else "rand_trunc",
                                   "padding": "repeatpad", "crop": self.prep.crop,

@@ -24,8 +24,14 @@ import numpy as np
 
 from clapcap.data.audio import crop_wave
 from clapcap.encoders.base import EncoderConfig, check_texts, check_waves
+from clapcap.encoders.checkpoints import (
+    STAND_IN_MARK,
+    is_stand_in,
+    read_laion_checkpoint,
+    tokenizer_label,
+)
 from clapcap.encoders.hf_cache import build_laion_hf_cache, laion_env
-from clapcap.errors import ClapcapError, MissingDependencyError
+from clapcap.errors import AssetError, ClapcapError, InputError, MissingDependencyError
 from clapcap.utils.rng import numpy_seed
 from clapcap.utils.torch_io import save_torch
 
@@ -61,37 +67,105 @@ def prepare_laion_env(hf_home: str | Path | None) -> None:
     build_laion_hf_cache(hf_home)
 
 
+# What ``import laion_clap`` and ``CLAP_Module()`` read from the hub (laion_clap's hook.py and
+# training/data.py): three tokenizers at import, roberta-base's weights at construction.
+LAION_HUB_REPOS = ("roberta-base", "bert-base-uncased", "facebook/bart-base")
+
+
 def import_laion() -> Any:
-    """Import ``laion_clap``. Raises MissingDependencyError (an ImportError) naming what to install."""
+    """Import ``laion_clap``.
+
+    Raises:
+        MissingDependencyError: (an ImportError) naming what to install.
+        AssetError: when its import-time hub downloads are not cached and the hub is offline.
+    """
+    _check_hub_cache()
     try:
         import laion_clap
     except ImportError as err:
         raise MissingDependencyError("the laion_clap backend needs `pip install laion-clap` (and torchvision, "
                                      "torchaudio builds matching torch)", name="laion_clap") from err
+    except (OSError, TypeError, ValueError) as err:  # a hub download inside laion_clap's import
+        raise AssetError(f"import laion_clap failed while it loaded {', '.join(LAION_HUB_REPOS)} from the "
+                         f"Hugging Face hub ({err.__class__.__name__}: {str(err).splitlines()[0][:200]}); "
+                         f"{_CACHE_HINT}") from err
     return laion_clap
+
+
+_CACHE_HINT = ("cache them once online (`hf download roberta-base`, and likewise bert-base-uncased and "
+               "facebook/bart-base), or set hf_home (--hf-home) to clapcap's offline stand-in, which is for "
+               "random weights only")
+
+
+def _check_hub_cache() -> None:
+    """Fail in one line, before a slow import, when laion_clap's hub files are not cached offline."""
+    if "laion_clap" in sys.modules:
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if not constants.HF_HUB_OFFLINE:
+        return
+    missing = [r for r in LAION_HUB_REPOS if not isinstance(try_to_load_from_cache(r, "config.json"), str)]
+    if missing:
+        raise AssetError(f"laion_clap loads {', '.join(missing)} from the Hugging Face hub when it is imported, "
+                         f"and HF_HUB_OFFLINE=1 while the cache ({constants.HF_HUB_CACHE}) lacks them: "
+                         f"{_CACHE_HINT}")
 
 
 def build_laion_module(*, enable_fusion: bool = False, checkpoint: str = "", seed: int = 0,
                        device: str = "cpu") -> Any:
-    """``CLAP_Module`` with weights from ``checkpoint`` or, when empty, random (seeded) weights."""
+    """``CLAP_Module`` with weights from ``checkpoint`` or, when empty, random (seeded) weights.
+
+    The checkpoint is read and checked (:func:`~clapcap.encoders.checkpoints.read_laion_checkpoint`)
+    before laion_clap is imported, and loaded here rather than by ``CLAP_Module.load_ckpt``
+    (which prints, and raises KeyError on checkpoints saved without ``position_ids``).
+    ``module.clapcap_checkpoint`` keeps the checkpoint's record (sha256, fused, tokenizer).
+
+    Raises:
+        InputError: a bad checkpoint (see ``read_laion_checkpoint``), a checkpoint of another
+            architecture, or a real checkpoint under clapcap's stand-in tokenizer.
+        AssetError / MissingDependencyError: from :func:`import_laion`.
+    """
     import torch
 
+    sd, info = read_laion_checkpoint(checkpoint, enable_fusion=enable_fusion) if checkpoint else (None, {})
     laion_clap = import_laion()
     torch.manual_seed(seed)
-    module = laion_clap.CLAP_Module(enable_fusion=enable_fusion, device=device)
-    if checkpoint:
-        if not Path(checkpoint).is_file():
-            raise FileNotFoundError(f"{checkpoint}: laion_clap checkpoint not found")
-        module.load_ckpt(checkpoint, verbose=False)
+    try:
+        module = laion_clap.CLAP_Module(enable_fusion=enable_fusion, device=device)
+    except (OSError, TypeError, ValueError) as err:  # roberta-base's weights from the hub
+        raise AssetError(f"laion_clap's CLAP_Module could not load roberta-base ({err.__class__.__name__}); "
+                         f"{_CACHE_HINT}") from err
+    if sd is not None:
+        if is_stand_in(module.tokenize) and not info["stand_in_tokenizer"]:
+            raise InputError(f"{checkpoint}: a real laion_clap checkpoint, but this process has clapcap's offline "
+                             "stand-in tokenizer (hf_home / --hf-home: GPT-2 ids shifted by 4, for random weights "
+                             "only), which would feed its text tower the wrong token ids; unset hf_home and cache "
+                             "roberta-base (`hf download roberta-base`)")
+        try:
+            module.model.load_state_dict(sd)
+        except RuntimeError as err:
+            raise InputError(f"{checkpoint}: the weights do not fit laion_clap's HTSAT/RoBERTa CLAP "
+                             f"(enable_fusion={enable_fusion}): {_load_summary(err)}") from err
+    module.clapcap_checkpoint = {**{k: v for k, v in info.items() if k != "stand_in_tokenizer"},
+                                 "tokenizer": tokenizer_label(module.tokenize)}
     module.eval()
     return module
+
+
+def _load_summary(err: RuntimeError) -> str:
+    """The first line of each of torch's load_state_dict complaints, cut short."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip() and not ln.startswith("Error(s)")]
+    return "; ".join(ln[:160] for ln in lines[:3]) or "load_state_dict failed"
 
 
 def save_laion_checkpoint(module: Any, path: str | Path) -> Path:
     """Write ``module``'s weights in the format ``CLAP_Module.load_ckpt`` reads.
 
     ``{"state_dict": {"module." + key: tensor}}``, including
-    ``text_branch.embeddings.position_ids`` that current transformers no longer saves.
+    ``text_branch.embeddings.position_ids`` that current transformers no longer saves. A module
+    built under clapcap's stand-in tokenizer is marked so (``clapcap_tokenizer``), so that only
+    such checkpoints load under the stand-in again.
     """
     import torch
 
@@ -101,7 +175,10 @@ def save_laion_checkpoint(module: Any, path: str | Path) -> Path:
     if key not in sd:
         n = module.model.text_branch.embeddings.position_embeddings.weight.shape[0]
         sd[key] = torch.arange(n)[None]
-    save_torch({"state_dict": sd}, path)
+    payload: dict[str, Any] = {"state_dict": sd}
+    if hasattr(module, "tokenize") and is_stand_in(module.tokenize):
+        payload[STAND_IN_MARK] = "stand-in"
+    save_torch(payload, path)
     return Path(path)
 
 
@@ -160,7 +237,10 @@ class LaionClapEncoder:
         return np.concatenate(out).astype(np.float32)
 
     def describe(self) -> dict[str, Any]:
-        return {"pipeline": self.pipeline, "checkpoint": self.checkpoint,
+        record = getattr(self.module, "clapcap_checkpoint", {})
+        ident = {f"checkpoint_{k}": v for k, v in record.items() if k in ("sha256", "fused")}
+        return {"pipeline": self.pipeline, "checkpoint": self.checkpoint, **ident,
+                "tokenizer": record.get("tokenizer", "unknown"),
                 "preprocessing": {"sample_rate": self.sample_rate, "window_samples": WINDOW,
                                   "truncation": "fusion" if self.module.enable_fusion else "rand_trunc",
                                   "padding": "repeatpad", "crop": self.crop, "fusion_seed": self.fusion_seed,
