@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clapcap.data.truncation import cut_short
 from clapcap.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -130,14 +131,16 @@ def load_audio(
 def audio_info(path: str | Path, *, check_samples: bool = False) -> tuple[float, int]:
     """Return ``(duration_s, sample_rate)`` from the file header.
 
-    With ``check_samples``, a file stored as floating point (WAV/AIFF/... ``FLOAT`` or
-    ``DOUBLE`` subtypes) is also read block by block and refused when a sample is NaN or
-    infinite. Integer PCM (and FLAC, which is integer) cannot hold such values and is not
-    read, so the check costs one decode of float files only.
+    With ``check_samples``, a file cut short (its header promises more than decodes, as an
+    interrupted download leaves it; :mod:`clapcap.data.truncation`) is refused, and a file
+    stored as floating point (WAV/AIFF/... ``FLOAT`` or ``DOUBLE`` subtypes) is also read block
+    by block and refused when a sample is NaN or infinite. Integer PCM (and FLAC, which is
+    integer) cannot hold such values and is not read, so the checks cost the headers, the last
+    few thousand frames of a FLAC or MP3, and one decode of float files.
 
     Raises:
         AudioError: when the file is missing, inaccessible, empty or unreadable, or
-            (``check_samples``) holds NaN or infinite samples.
+            (``check_samples``) is cut short or holds NaN or infinite samples.
     """
     import soundfile as sf
 
@@ -155,6 +158,11 @@ def audio_info(path: str | Path, *, check_samples: bool = False) -> tuple[float,
             info = sf.info(str(path))
     except (sf.LibsndfileError, RuntimeError) as err:
         raise AudioError(path, f"cannot read header ({err})") from err
+    if check_samples:
+        with _decoder_stderr(path):
+            cut = cut_short(path, info)
+        if cut is not None:
+            raise AudioError(path, cut)
     if info.frames <= 0:
         raise AudioError(path, "no audio samples")
     if check_samples and info.subtype in FLOAT_SUBTYPES:
