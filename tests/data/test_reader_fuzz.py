@@ -140,12 +140,27 @@ def audiocaps_cases(draw):
     return header, dropped, rows, spec, draw(csvfuzz.csv_cases(header, rows))
 
 
+def _audiocaps_conflicts(rows: list[dict], spec: list[tuple], lines: list[int]) -> set[int]:
+    """Lines of a row (with valid cells) whose audiocap_id an earlier row has, or whose
+    youtube_id an earlier row gave another start_time."""
+    ids, starts, out = set(), {}, set()
+    for row, (ytid, kind, _), line in zip(rows, spec, lines, strict=True):
+        if kind == "bad":
+            continue
+        cap, start = int(row["audiocap_id"].strip()), float(row["start_time"].strip())
+        if cap in ids or starts.setdefault(ytid, start) != start:
+            out.add(line)
+        ids.add(cap)
+    return out
+
+
 @given(audiocaps_cases(), st.sampled_from(["raise", "skip"]))
 def test_audiocaps_fuzz(root, tmp_path_factory, case_data, on_error):
     header, dropped, rows, spec, case = case_data
     path = case.write(tmp_path_factory.getbasetemp(), "audiocaps")
     result, err = csvfuzz.run(lambda: read_audiocaps(root, path, on_error=on_error))
     bad = {line for (_, k, _), line in zip(spec, case.lines, strict=True) if k == "bad"}
+    bad |= _audiocaps_conflicts(rows, spec, case.lines)
     missing = {line for (_, k, _), line in zip(spec, case.lines, strict=True) if k == "missing"}
     if _check(case, path, err, dropped=dropped, bad=bad, missing=missing, on_error=on_error):
         df, report = result
@@ -229,16 +244,21 @@ def test_folder_fuzz(root, tmp_path_factory, case_data, on_error):
     path = case.write(tmp_path_factory.getbasetemp(), "folder")
     result, err = csvfuzz.run(lambda: read_folder(root, path, on_error=on_error))
     bad = {line for (_, k, _), line in zip(spec, case.lines, strict=True) if k == "bad"}
-    bad |= _duplicates([Path(n).stem if k != "bad" else None for n, k, _ in spec], case.lines)
+    bad |= _duplicates([_folder_id(n) if k != "bad" else None for n, k, _ in spec], case.lines)
     missing = {line for (_, k, _), line in zip(spec, case.lines, strict=True) if k == "missing"}
     what = "missing column"
     if not dropped and case.lines and not any(c.startswith("caption") for c in header):
         dropped, what = "caption", "no caption column"
     if _check(case, path, err, dropped=dropped, bad=bad, missing=missing, on_error=on_error, what=what):
         df, report = result
-        kept = [(Path(n).stem, caps) for n, k, caps in spec if k == "ok"]
+        kept = [(_folder_id(n), caps) for n, k, caps in spec if k == "ok"]
         assert list(zip(df["clip_id"], df["captions"], strict=True)) == kept
         assert len(report.skipped) == len(missing)
+
+
+def _folder_id(name: str) -> str:
+    """A folder clip's id: its file name relative to the root, without the extension."""
+    return str(Path(name).with_suffix(""))
 
 
 # Regressions: minimal examples of the defects the fuzzing found (each failed before).
@@ -272,7 +292,7 @@ def test_a_row_with_one_field_too_many_is_refused_not_shifted(root, tmp_path):
 
 @pytest.mark.parametrize("reader, text", [
     (read_clotho, CLOTHO_HEADER + f"a.wav,x{MORE}\nb.wav,y{MORE}\na.wav,z{MORE}\n"),
-    (read_folder, "file_name,caption\naudio/a.wav,x\naudio/b.wav,y\naudio/a.flac,z\n"),
+    (read_folder, "file_name,caption\na.wav,x\naudio/b.wav,y\na.flac,z\n"),
     (read_musiccaps, MUSICCAPS_HEADER + "a,0,1,[],x,True,False\nb,0,1,[],y,True,False\na,0,1,[],z,True,False\n"),
 ])
 def test_a_clip_listed_twice_is_refused(root, tmp_path, reader, text):

@@ -55,7 +55,7 @@ def test_audiocaps_groups_captions_per_clip(tmp_path):
     assert len(df) == 3
     row = df.set_index("clip_id").loc["UDGBjjwyaqE"]
     assert row["captions"] == ["Multiple clanging and clanking sounds", "Metal objects clank against each other"]
-    assert row["meta"]["audiocap_ids"] == [58146, 58146]
+    assert row["meta"]["audiocap_ids"] == [58146, 58147]
     assert df.set_index("clip_id").loc["3CnRRs2p9dA", "audio_path"] == "audio/3CnRRs2p9dA.flac"
 
 
@@ -132,3 +132,46 @@ def test_clotho_blank_caption_is_refused_naming_row_and_column(tmp_path, make_cl
         with pytest.raises(ManifestError, match=r"captions.csv: row 3 \(clip1.wav\): empty caption in "
                                                 r"column\(s\) caption_3; a Clotho row has five captions"):
             read_clotho(root, csv, on_error=on_error)
+
+
+def test_folder_one_subfolder_per_class_gives_clip_ids_by_relative_path(tmp_path):
+    """Old code: ``x/rec.wav`` and ``y/rec.wav`` were both clip 'rec' ("already on row 2")."""
+    for rel in ("x/rec.wav", "y/rec.wav", "top.wav"):
+        _wav(tmp_path / rel)
+    (tmp_path / "meta.csv").write_text("file_name,caption\nx/rec.wav,a bark\ny/rec.wav,a meow\ntop.wav,a hum\n")
+    df, _ = read_folder(tmp_path, tmp_path / "meta.csv")
+    assert df["clip_id"].tolist() == ["x/rec", "y/rec", "top"]  # a top-level file keeps its stem
+    assert df["audio_path"].tolist() == ["x/rec.wav", "y/rec.wav", "top.wav"]
+
+
+AUDIOCAPS_HEADER = "audiocap_id,youtube_id,start_time,caption\n"
+
+
+def test_audiocaps_one_video_with_two_segments_is_refused_naming_both_rows(tmp_path):
+    """Old code merged the two segments into one clip (the second start_time was lost)."""
+    _wav(tmp_path / "audio" / "vid.wav")
+    (tmp_path / "ac.csv").write_text(AUDIOCAPS_HEADER + "1,vid,10,a dog\n2,vid,10,a dog barks\n3,vid,40,a car\n")
+    with pytest.raises(ManifestError, match=r"ac.csv: row 4 \(vid\): start_time 40 differs from 10 on row 2 "
+                                            r"\(the same youtube_id\)"):
+        read_audiocaps(tmp_path, tmp_path / "ac.csv")
+    (tmp_path / "ok.csv").write_text(AUDIOCAPS_HEADER + "1,vid,10,a dog\n2,vid,10.0,a dog barks\n")
+    df, _ = read_audiocaps(tmp_path, tmp_path / "ok.csv")  # one segment written two ways
+    assert df["captions"].tolist() == [["a dog", "a dog barks"]]
+
+
+def test_audiocaps_duplicate_audiocap_id_is_refused_naming_both_rows(tmp_path):
+    """Old code accepted it (one caption id for two captions)."""
+    for ytid in ("a", "b"):
+        _wav(tmp_path / "audio" / f"{ytid}.wav")
+    (tmp_path / "ac.csv").write_text(AUDIOCAPS_HEADER + "7,a,0,a dog\n8,b,0,a car\n007,b,0,a car passes\n")
+    with pytest.raises(ManifestError, match=r"ac.csv: row 4 \(b\): audiocap_id 7 is already on row 2; "
+                                            r"each caption has its own id"):
+        read_audiocaps(tmp_path, tmp_path / "ac.csv")
+
+
+def test_readers_doc_names_no_option_that_does_not_exist():
+    import inspect
+
+    from clapcap.data import readers
+
+    assert "name_pattern" not in inspect.getsource(readers)

@@ -5,12 +5,16 @@ Supported layouts (``root`` is the dataset folder; audio paths are relative to i
 - **Clotho**: a CSV with ``file_name, caption_1 .. caption_5``; audio at
   ``<audio_dir>/<file_name>``. Clotho's own split files may be given per split.
 - **AudioCaps**: a CSV with ``audiocap_id, youtube_id, start_time, caption``; several rows
-  per ``youtube_id`` are several captions of one clip. Audio at
-  ``<audio_dir>/<youtube_id>.<ext>`` (the usual yt-dlp naming; ``name_pattern`` changes it).
+  per ``youtube_id`` are several captions of one clip (clip id: the ``youtube_id``), so they
+  must agree on ``start_time``, and each ``audiocap_id`` appears once. Audio at
+  ``<audio_dir>/<youtube_id>.<ext>`` (the usual yt-dlp naming), ``<ext>`` the first of
+  ``exts`` that exists.
 - **MusicCaps**: a CSV with ``ytid, start_s, end_s, aspect_list, caption,
   is_audioset_eval, is_balanced_subset``; audio at ``<audio_dir>/<ytid>.<ext>``.
-- **Folder**: any audio folder plus a metadata CSV with ``file_name`` and one or more
-  ``caption*`` columns.
+- **Folder**: any audio folder plus a metadata CSV with ``file_name`` (relative to ``root``)
+  and one or more ``caption*`` columns. The clip id is ``file_name`` without its extension
+  (``dog/rec.wav`` -> ``dog/rec``), unique within the dataset even with one folder per class;
+  a file at the top of ``root`` keeps its stem.
 
 Every data row of a CSV becomes a clip (AudioCaps: a caption of a clip); none is dropped
 silently. A malformed row (empty id or caption, a Clotho row with fewer than five
@@ -30,7 +34,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 import pandas as pd
@@ -108,13 +112,25 @@ def _number(value: str, kind: type[int] | type[float], column: str, where: str) 
                         f"found {_short(value)}")
 
 
+def _row(where: str) -> str:
+    """``row N`` of a ``"<csv>: row N"``."""
+    return where.rsplit(": ", 1)[-1]
+
+
+def _relative_id(name: str) -> str:
+    """A clip id from a file name relative to the dataset: the path without its extension
+    (POSIX), so ``x/rec.wav`` and ``y/rec.wav`` differ and a top-level file's id is its stem."""
+    path = PurePosixPath(name)
+    return path.with_suffix("").as_posix() if path.name else ""  # "." names no file: refused
+
+
 def _check_unique(entries: list[dict]) -> None:
     seen: dict[str, str] = {}
     for entry in entries:
         first = seen.setdefault(entry["clip_id"], entry["_where"])
         if first != entry["_where"]:
             raise ManifestError(f"{entry['_where']}: clip {entry['clip_id']!r} is already on "
-                                f"{first.rsplit(': ', 1)[-1]}; list each clip once")
+                                f"{_row(first)}; list each clip once")
 
 
 def _rows_with_audio(
@@ -209,6 +225,7 @@ def read_audiocaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "
     root, csv_path = Path(root), Path(csv_path)
     _, records = _read_records(csv_path, ["audiocap_id", "youtube_id", "start_time", "caption"])
     clips: dict[str, dict] = {}
+    cap_rows: dict[int, str] = {}  # audiocap_id -> "<csv>: row N"
     for where, rec in records:
         ytid = _name(rec["youtube_id"], "youtube_id", where)
         caption = rec["caption"].strip()
@@ -216,10 +233,20 @@ def read_audiocaps(root: str | Path, csv_path: str | Path, *, audio_dir: str = "
             raise ManifestError(f"{where} ({ytid}): empty caption")
         cap_id = int(_number(rec["audiocap_id"], int, "audiocap_id", where))
         start = _number(rec["start_time"], float, "start_time", where)
+        first = cap_rows.setdefault(cap_id, where)
+        if first != where:
+            raise ManifestError(f"{where} ({ytid}): audiocap_id {cap_id} is already on {_row(first)}; "
+                                f"each caption has its own id")
         if ytid not in clips:
             clips[ytid] = {"clip_id": ytid, "audio_path": _find_audio(root, audio_dir, ytid, exts),
                            "split": split, "source": "audiocaps", "captions": [], "is_audioset_eval": None,
                            "meta": {"audiocap_ids": [], "start_time": start}, "_where": where}
+        elif clips[ytid]["meta"]["start_time"] != start:
+            # One file per youtube_id holds one segment: a second one cannot be told apart.
+            raise ManifestError(f"{where} ({ytid}): start_time {start:g} differs from "
+                                f"{clips[ytid]['meta']['start_time']:g} on {_row(clips[ytid]['_where'])} (the same "
+                                f"youtube_id); the audio <audio_dir>/<youtube_id>.<ext> holds one segment, so "
+                                f"list one segment per video")
         clips[ytid]["captions"].append(caption)
         clips[ytid]["meta"]["audiocap_ids"].append(cap_id)
     return _rows_with_audio(root, list(clips.values()), on_error, limits)
@@ -305,7 +332,8 @@ def read_folder(root: str | Path, metadata_csv: str | Path, *, source: str = "fo
         if row_split not in SPLITS:
             raise ManifestError(f"{where} ({name}): split must be one of {list(SPLITS)} or empty, "
                                 f"found {_short(rec['split'])}")
-        entry = {"clip_id": _name(Path(name).stem, "clip id (file_name stem)", where), "audio_path": name,
+        entry = {"clip_id": _name(_relative_id(name), "clip id (file_name without extension)", where),
+                 "audio_path": name,
                  "split": row_split, "source": source, "captions": caps, "is_audioset_eval": None,
                  "_where": where}
         if rec.get("labels", "").strip():
