@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from clapcap.data.manifest import SPLITS
 from clapcap.data.splits import SPLIT_SEED
 from clapcap.data.synth import SynthConfig
 from clapcap.errors import ConfigError
@@ -39,6 +40,7 @@ class DataParams:
     def __post_init__(self) -> None:
         # Checked here, not first by assign_splits, so that the message names params.yaml
         # and the line (load_section) and nothing is synthesised or read before it.
+        self._check_split_names()
         fractions = self.split_fractions
         for name, value in fractions.items():
             if not 0 <= value <= 1:  # also NaN
@@ -46,3 +48,21 @@ class DataParams:
         if not abs(sum(fractions.values()) - 1.0) <= 1e-9:
             raise ConfigError(f"data.split_fractions: expected fractions that sum to 1, found {fractions} "
                               f"(sum {sum(fractions.values()):.12g})")
+
+    def _check_split_names(self) -> None:
+        """Refuse a split name that is not train/val/test (``all`` for a single CSV), in
+        ``external.csv`` and in ``split_fractions`` even where per-split CSVs leave them unused:
+        a typo would otherwise fail later against the output, or pass silently."""
+        allowed = ", ".join(SPLITS)
+        for name in self.external.csv:
+            if name != "all" and name not in SPLITS:
+                key = f"data.external.csv.{name}"
+                raise ConfigError(f"{key}: unknown split {name!r}; expected {allowed} or a single all", key=key)
+        if "all" in self.external.csv and len(self.external.csv) > 1:
+            key = f"data.external.csv.{next(n for n in self.external.csv if n != 'all')}"
+            raise ConfigError(f"{key}: a single all entry (split by split_fractions) or per-split entries, "
+                              f"not both", key=key)
+        for name in self.split_fractions:
+            if name not in SPLITS:
+                key = f"data.split_fractions.{name}"
+                raise ConfigError(f"{key}: unknown split {name!r}; expected {allowed}", key=key)
