@@ -214,3 +214,21 @@ def test_cli_missing_laion_checkpoint_is_one_line_before_laion_clap_loads(tiny_c
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"clapcap: error: {tmp_path / 'missing.pt'}: no such file"]
     assert ("laion_clap" in sys.modules) == before and not (tmp_path / "d.npz").exists()
+
+
+def test_hub_snapshot_with_only_pytorch_model_bin_resolves(tiny_folder, tmp_path, monkeypatch):
+    """laion/clap-htsat-unfused's main holds pytorch_model.bin and no safetensors."""
+    import huggingface_hub.constants as constants
+    from transformers import ClapModel
+
+    cache = tmp_path / "hub"
+    snap = cache / ("models--" + REPO.replace("/", "--")) / "snapshots" / COMMIT
+    shutil.copytree(tiny_folder, snap)
+    (snap / "model.safetensors").unlink()
+    ClapModel.from_pretrained(tiny_folder).save_pretrained(snap, safe_serialization=False)
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs" / "main").write_text(COMMIT)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    got = resolve_hf_checkpoint(REPO)
+    assert (got.path / "pytorch_model.bin").is_file() and got.revision == COMMIT

@@ -47,6 +47,15 @@ def _parity(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else 1
 
 
+def _diagnose(args: argparse.Namespace) -> int:
+    from clapcap.retrieval.diagnose import diagnose, format_report
+
+    report = diagnose(args.dump, dataset=args.dataset, laion_compatible=args.laion_compatible,
+                      known_path=args.known, out_path=args.out)
+    print(format_report(report, top=args.top))
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from clapcap.retrieval.evaluate import compare_files
 
@@ -118,6 +127,16 @@ def register(subparsers, name: str, help_text: str) -> None:
                    help="dataset part of the task names (default: the dump's meta dataset folder name)")
     p.add_argument("--split", default=None, help="split key of scores (default: the dump's meta split, else test)")
     p.add_argument("--max-block-mb", type=int, default=256, help="memory budget of a similarity block")
+
+    p = add_command(group, "diagnose", _diagnose,
+                    "put a dump's metrics beside the published ones and name the causes of a mismatch")
+    p.add_argument("dump", help="embedding dump (.npz) of AudioCaps or Clotho")
+    p.add_argument("--dataset", default=None, choices=["audiocaps", "clotho"],
+                   help="which benchmark (default: read from the dump's meta dataset path)")
+    p.add_argument("--laion-compatible", action="store_true", help="LAION-CLAP a2t mAP@10 formula")
+    p.add_argument("--known", default=None, help="a known-results JSON (default: clapcap's table)")
+    p.add_argument("--top", type=int, default=1, help="how many known results to print (default 1)")
+    p.add_argument("--out", default=None, help="also write the full report as JSON")
 
     # Embedding, identity and training commands live with the encoders (another module).
     if importlib.util.find_spec("clapcap.cli.retrieval_models") is not None:

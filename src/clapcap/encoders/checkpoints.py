@@ -36,9 +36,11 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.ind
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer_config.json")
 PROCESSOR_FILE = "preprocessor_config.json"
-# What snapshot_download fetches: configs, tokenizer files and safetensors weights, not the
-# duplicate pytorch_model.bin the published CLAP repositories also carry.
+# What snapshot_download fetches: configs, tokenizer files and safetensors weights; the
+# pytorch_model.bin only where a repository has no safetensors (laion/clap-htsat-unfused's main
+# has only the .bin), so a repository with both is not downloaded twice over.
 _HUB_PATTERNS = ["*.json", "*.txt", "*.model", "*.safetensors"]
+_BIN_PATTERNS = ["*.json", "*.txt", "*.model", "*.bin"]
 # laion_clap's HTSAT has these modules only when built with enable_fusion=True.
 FUSION_KEYS = ("audio_branch.fusion_model.", "audio_branch.mel_conv2d.")
 # roberta-base's id of "\u0120the" (" the"). clapcap's offline stand-in (encoders.hf_cache) has GPT-2's
@@ -173,8 +175,12 @@ def _snapshot(repo_id: str, revision: str, cache_dir: str | Path | None) -> Path
     at = f"{repo_id}@{revision}" if revision else repo_id
     offline = bool(constants.HF_HUB_OFFLINE)
     try:
-        return Path(snapshot_download(repo_id, revision=revision or None, cache_dir=cache_dir,
-                                      local_files_only=offline, allow_patterns=_HUB_PATTERNS))
+        for patterns in (_HUB_PATTERNS, _BIN_PATTERNS):
+            snap = Path(snapshot_download(repo_id, revision=revision or None, cache_dir=cache_dir,
+                                          local_files_only=offline, allow_patterns=patterns))
+            if any((snap / f).is_file() for f in WEIGHT_FILES):
+                break
+        return snap
     except RevisionNotFoundError as err:
         raise InputError(f"{at}: no such revision on the hub") from err
     except RepositoryNotFoundError as err:
@@ -186,7 +192,7 @@ def _snapshot(repo_id: str, revision: str, cache_dir: str | Path | None) -> Path
         cache = Path(cache_dir or constants.HF_HUB_CACHE)
         raise InputError(f"{at}: {_cached_note(cache, repo_id)} and HF_HUB_OFFLINE=1; cache it on a machine "
                          f"with internet (`hf download {repo_id}" + (f" --revision {revision}" if revision else "")
-                         + "`) and copy the cache, or unset HF_HUB_OFFLINE") from err
+                         + "`) and copy the cache, or unset HF_HUB_OFFLINE (`make repro HF_HUB_OFFLINE=0`)") from err
     except HfHubHTTPError as err:
         raise ClapcapError(f"{at}: the hub answered {err.__class__.__name__}: {str(err).splitlines()[0]}") from err
 
