@@ -89,7 +89,9 @@ class HFClapEncoder:
         with torch.inference_mode():
             for i in range(0, len(waves), self.batch_size):
                 feats, longer = clap_features(self.feature_extractor, waves[i:i + self.batch_size], self.prep)
-                emb = self.model.get_audio_features(input_features=feats.to(self.device),
+                # Features in the audio tower's dtype, so a model cast to bf16 (make gpu-check) runs too.
+                dtype = next(self.model.audio_model.parameters()).dtype
+                emb = self.model.get_audio_features(input_features=feats.to(self.device, dtype=dtype),
                                                     is_longer=longer.to(self.device))
                 out.append(emb.float().cpu().numpy())
         return np.concatenate(out).astype(np.float32)
