@@ -148,3 +148,15 @@ def test_dataset_json_holds_no_absolute_path_for_a_relative_root(tmp_path, make_
     ds = load_dataset(tmp_path / "corpus")
     assert ds.audio_path("clip0") == (tmp_path / "ds" / "audio" / "clip0.wav").resolve()
     validate_data(params, tmp_path / "rep")
+
+
+def test_validate_names_the_input_files_that_changed(tmp_path, make_clotho, write_wav):
+    """Old code said only "a metadata CSV or audio file under <root> changed since"."""
+    root = make_clotho(tmp_path / "ds")
+    params = _params(root, tmp_path / "corpus")
+    prepare_data(params, progress=False)
+    write_wav(root / "audio" / "clip1.wav", freq=999.0)
+    write_wav(root / "audio" / "new.wav")
+    with pytest.raises(DataValidationError, match=r"corpus/dataset.json was built from other input files: "
+                                                  r"audio/clip1.wav \(changed\), audio/new.wav \(added\): rerun prepare"):
+        validate_data(params, tmp_path / "rep")

@@ -70,3 +70,23 @@ def test_embed_params_build_list_and_per_encoder_splits():
         EmbedParams(encoders=encoders, build=["c"])
     with pytest.raises(ValueError, match="embed.encoder_splits"):
         EmbedParams(encoders=encoders, encoder_splits={"c": ["test"]})
+
+
+def test_embed_refuses_audio_replaced_after_prepare(tmp_path, make_clotho, write_wav, monkeypatch):
+    """Old code: ``clapcap data validate`` noticed, embed dumped the stale dataset without a word."""
+    from clapcap.data.config import DataParams, ExternalSource
+    from clapcap.data.prepare import StaleDatasetError, prepare_data
+
+    monkeypatch.chdir(tmp_path)  # the listing's hash memo (.cache/clapcap) goes here
+    root = make_clotho(tmp_path / "ds")
+    prepare_data(DataParams(source="clotho", out_dir="corpus",
+                            external=ExternalSource(root="ds", csv={"test": "captions.csv"})), progress=False)
+    cfg = EncoderConfig(name="tiny", batch_size=8)
+    assert load_dump(embed_dataset(cfg, "corpus", "test", "ok.npz", progress=False)).n_clips == 3
+    write_wav(root / "audio" / "clip1.wav", freq=999.0)  # replaced after prepare
+    (root / "audio" / "clip2.wav").unlink()
+    with pytest.raises(StaleDatasetError, match=r"^corpus/dataset.json was built from other input files: "
+                                                r"audio/clip1.wav \(changed\), audio/clip2.wav \(removed\): "
+                                                r"rerun prepare"):
+        embed_dataset(cfg, "corpus", "test", "stale.npz", progress=False)
+    assert not (tmp_path / "stale.npz").exists()

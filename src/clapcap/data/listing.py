@@ -144,3 +144,12 @@ def write_listing(params: DataParams, out_path: str | Path, *, memo_path: str | 
     listing = build_listing(params, memo_path=memo_path)
     write_json(out_path, listing, indent=1)
     return Path(out_path)
+
+
+def listing_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The files that differ between two listings, sorted, each as ``"<path> (changed)"``,
+    ``"<path> (removed)"`` or ``"<path> (added)"``."""
+    old = {f["path"]: (f["size"], f["sha256"]) for f in before.get("files", [])}
+    new = {f["path"]: (f["size"], f["sha256"]) for f in after.get("files", [])}
+    return [f"{path} ({'removed' if path not in new else 'added' if path not in old else 'changed'})"
+            for path in sorted(old.keys() | new.keys()) if old.get(path) != new.get(path)]

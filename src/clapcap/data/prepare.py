@@ -6,6 +6,10 @@ Output folder layout (``out_dir``)::
     dataset.json     root of the audio paths, source, split counts, skipped files, and
                      ``build``: what built it (hashes of the ``data`` params, of the input
                      listing and of manifest.csv), which ``validate`` checks
+    inputs.json      real sources only: ``data.external``'s ``csv`` and ``audio_dir`` and the
+                     listing itself (path, size, SHA-256 of each input file), so that a step
+                     given only this folder (embed) checks its inputs as ``validate`` does and
+                     both name the files that changed (:func:`check_inputs`)
     audio/           synthetic clips (synthetic source only)
     real/            copied real recordings (when include_real_audio)
 """
@@ -22,8 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from clapcap.data.audio import LoadReport
-from clapcap.data.config import DataParams
-from clapcap.data.listing import build_listing, listing_digest
+from clapcap.data.config import DataParams, ExternalSource
+from clapcap.data.listing import build_listing, listing_changes, listing_digest
 from clapcap.data.manifest import ManifestError, read_manifest, resolve_audio_path, write_manifest
 from clapcap.data.readers import READERS, ROWS_ATTR, AudioLimits
 from clapcap.data.real import read_ovos_animals
@@ -37,6 +41,9 @@ logger = logging.getLogger(__name__)
 # ``data`` keys that do not change what prepare builds: where it goes, and the audio limits,
 # which (with on_error: raise, or for the synthetic corpus) only decide whether it fails.
 _NOT_BUILD_INPUTS = ("out_dir", "min_duration_s", "max_duration_s", "allowed_sample_rates")
+INPUTS_FILE = "inputs.json"
+_RERUN = "rerun prepare (`dvc repro prepare_data` or `clapcap data prepare`)"
+_NAMED = 10  # changed files a message names
 
 
 class StaleDatasetError(InputError, ValueError):
@@ -70,10 +77,13 @@ def load_dataset(out_dir: str | Path) -> Dataset:
     """Load a prepared dataset folder (``manifest.csv`` + ``dataset.json``)."""
     out_dir = Path(out_dir)
     info = read_json(out_dir / "dataset.json")
+    return Dataset(read_manifest(out_dir / "manifest.csv"), _dataset_root(out_dir, info))
+
+
+def _dataset_root(out_dir: Path, info: dict) -> Path:
+    """The audio root ``dataset.json`` (read as ``info``) records, resolved against ``out_dir``."""
     root = Path(info["root"])
-    if not root.is_absolute():
-        root = (out_dir / root).resolve()
-    return Dataset(read_manifest(out_dir / "manifest.csv"), root)
+    return root if root.is_absolute() else (out_dir / root).resolve()
 
 
 def _read_external(params: DataParams) -> tuple[pd.DataFrame, LoadReport, Path]:
@@ -169,7 +179,7 @@ def prepare_data(params: DataParams, *, progress: bool = True, memo_path: str | 
     """
     out_dir = Path(params.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("dataset.json", "manifest.csv"):
+    for stale in ("dataset.json", "manifest.csv", INPUTS_FILE):
         (out_dir / stale).unlink(missing_ok=True)
     listing = build_listing(params, memo_path=memo_path)
     if params.source == "synthetic":
@@ -183,6 +193,9 @@ def prepare_data(params: DataParams, *, progress: bool = True, memo_path: str | 
             raise ValueError("include_real_audio is only supported with the synthetic source")
         df = _add_real_audio(df, out_dir)
     manifest = write_manifest(df, out_dir / "manifest.csv")
+    if params.source != "synthetic":  # the synthetic corpus lists no input file
+        write_json(out_dir / INPUTS_FILE, {"csv": params.external.csv, "audio_dir": params.external.audio_dir,
+                                           "listing": listing}, indent=0)
     counts = df["split"].value_counts().to_dict()
     build = {"params_sha256": params_digest(params), "listing_sha256": listing_digest(listing),
              "manifest_sha256": sha256_file(manifest)}
@@ -201,24 +214,75 @@ def check_build(params: DataParams, *, memo_path: str | Path | None = None) -> N
             manifest), with the advice to rerun prepare.
     """
     path = Path(params.out_dir) / "dataset.json"
-    rerun = "rerun prepare (`dvc repro prepare_data` or `clapcap data prepare`)"
     if not path.is_file():
-        raise StaleDatasetError(f"{path}: not found (no finished prepare in {params.out_dir}): {rerun}")
+        raise StaleDatasetError(f"{path}: not found (no finished prepare in {params.out_dir}): {_RERUN}")
     build = read_json(path).get("build")
     if not isinstance(build, dict):
-        raise StaleDatasetError(f"{path} records no build (written by an older clapcap or another tool): {rerun}")
+        raise StaleDatasetError(f"{path} records no build (written by an older clapcap or another tool): {_RERUN}")
     if build.get("params_sha256") != params_digest(params):
-        raise StaleDatasetError(f"{path} was built from other params than the current `data` section: {rerun}")
+        raise StaleDatasetError(f"{path} was built from other params than the current `data` section: {_RERUN}")
+    _check_listing(path, build, params, memo_path)
+    manifest = Path(params.out_dir) / "manifest.csv"
+    if not manifest.is_file() or build.get("manifest_sha256") != sha256_file(manifest):
+        raise StaleDatasetError(f"{manifest} is missing or is not the manifest {path} records: {_RERUN}")
+
+
+def check_inputs(dataset_dir: str | Path, *, memo_path: str | Path | None = None) -> None:
+    """Check that a prepared real dataset's input files are those it was built from: the listing
+    check of :func:`check_build` (the same listing, hashed alike), from the folder alone (its
+    ``inputs.json``), for the steps given a dataset folder and no params (embed).
+
+    A synthetic dataset (its audio is prepare's own output) and a folder that no prepare built
+    (no ``build`` record, as the real benchmark's) have no input files to check. ``memo_path``
+    is the listing's hash memo: with it, unchanged files are only stat'ed.
+
+    Raises:
+        StaleDatasetError: naming the metadata CSVs and audio files changed, removed or added
+            since prepare, or a real dataset without ``inputs.json`` (built by an older
+            clapcap), with the advice to rerun prepare.
+    """
+    dataset_dir = Path(dataset_dir)
+    path = dataset_dir / "dataset.json"
+    info = read_json(path)
+    build = info.get("build")
+    if info.get("source") == "synthetic" or not isinstance(build, dict):
+        return
+    recorded = _recorded_inputs(dataset_dir)
+    if recorded is None:
+        raise StaleDatasetError(f"{path}: no {INPUTS_FILE} (built by an older clapcap), so its input files "
+                                f"cannot be checked: {_RERUN}")
+    params = DataParams(source=info["source"], external=ExternalSource(
+        root=str(_dataset_root(dataset_dir, info)), csv=recorded["csv"], audio_dir=recorded["audio_dir"]))
+    _check_listing(path, build, params, memo_path)
+
+
+def _recorded_inputs(out_dir: Path) -> dict | None:
+    """``inputs.json`` of ``out_dir`` (``csv``, ``audio_dir``, ``listing``), or None when absent."""
+    try:
+        recorded = read_json(out_dir / INPUTS_FILE)
+    except (FileNotFoundError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) and {"csv", "audio_dir", "listing"} <= recorded.keys() else None
+
+
+def _check_listing(path: Path, build: dict, params: DataParams, memo_path: str | Path | None) -> None:
+    """Raise StaleDatasetError (naming ``path``, the dataset.json) when the listing of ``params``'s
+    input files is not the one ``build`` records, naming the files that differ when
+    ``inputs.json`` holds the recorded listing."""
     try:
         listing = build_listing(params, memo_path=memo_path)
     except (FileNotFoundError, ValueError) as err:
         raise StaleDatasetError(f"{path}: cannot list its input files ({err})") from err
-    if build.get("listing_sha256") != listing_digest(listing):
-        raise StaleDatasetError(f"{path} was built from other input files (a metadata CSV or audio file under "
-                                f"{params.external.root} changed since): {rerun}")
-    manifest = Path(params.out_dir) / "manifest.csv"
-    if not manifest.is_file() or build.get("manifest_sha256") != sha256_file(manifest):
-        raise StaleDatasetError(f"{manifest} is missing or is not the manifest {path} records: {rerun}")
+    if build.get("listing_sha256") == listing_digest(listing):
+        return
+    recorded = _recorded_inputs(path.parent)
+    changed = listing_changes(recorded["listing"], listing) if recorded else []
+    if changed:
+        more = f" and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
+        what = ": " + ", ".join(changed[:_NAMED]) + more
+    else:
+        what = f" (a metadata CSV or audio file under {params.external.root} changed since)"
+    raise StaleDatasetError(f"{path} was built from other input files{what}: {_RERUN}")
 
 
 def dataset_fingerprint(dataset_dir: str | Path) -> str:

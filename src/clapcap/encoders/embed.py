@@ -38,8 +38,9 @@ from clapcap.compute import Compute, or_default
 from clapcap.config import ConfigError
 from clapcap.data.audio import load_audio
 from clapcap.data.dump import DumpError, EmbeddingDump, load_dump, save_dump
+from clapcap.data.listing import DEFAULT_MEMO
 from clapcap.data.manifest import resolve_audio_path
-from clapcap.data.prepare import dataset_fingerprint, load_dataset
+from clapcap.data.prepare import check_inputs, dataset_fingerprint, load_dataset
 from clapcap.encoders.base import AudioEncoder, EncoderConfig, PretrainedEncoderConfig
 from clapcap.encoders.config import EmbedPretrainedParams
 from clapcap.encoders.factory import create_encoder, weights_digest
@@ -166,7 +167,8 @@ def embed_audio_rows(encoder: AudioEncoder, ds: Any, rows: list[dict], batch_siz
 def embed_dataset(cfg: AnyEncoderConfig, dataset_dir: str | Path, split: str, out_path: str | Path, *,
                   caption_column: str = "captions", source: str | None = None, max_clips: int | None = None,
                   save_frames: bool = False, progress: bool = True, encoder: AudioEncoder | None = None,
-                  partial_root: str | Path | None = None, compute: Compute | None = None) -> Path:
+                  partial_root: str | Path | None = None, compute: Compute | None = None,
+                  memo_path: str | Path | None = DEFAULT_MEMO) -> Path:
     """Embed the clips and captions of ``split`` (of ``source`` only, when given) on
     ``compute.device`` and write the dump to ``out_path``; skip it when a complete dump with
     the same signature is there.
@@ -182,12 +184,16 @@ def embed_dataset(cfg: AnyEncoderConfig, dataset_dir: str | Path, split: str, ou
         encoder: an already built encoder for ``cfg`` (saves reloading it).
         save_frames: frame-level encoders only: also store padded frames (float16) and their mask.
         partial_root: folder of the per-batch progress (default: the dump's folder).
+        memo_path: the listing's hash memo for the input-file check (:mod:`clapcap.data.listing`).
 
     Returns:
         ``out_path``.
 
     Raises:
         ValueError: on an empty selection or a missing/empty caption column (names file and clip).
+        StaleDatasetError: when a real dataset's input files changed since prepare
+            (:func:`~clapcap.data.prepare.check_inputs`, as ``clapcap data validate`` checks them),
+            naming the files; nothing is embedded.
         AudioError: naming the audio file that cannot be decoded.
         DeviceUnavailable: when ``compute`` asks for CUDA and there is none.
         MissingDependencyError: when a pretrained backend's package is not installed.
@@ -203,6 +209,7 @@ def embed_dataset(cfg: AnyEncoderConfig, dataset_dir: str | Path, split: str, ou
         logger.info("%s is complete: skipped", out_path)
         return out_path
     remove_stale_temps(out_path)  # a final write cut by a kill
+    check_inputs(dataset_dir, memo_path=memo_path)
     ds, rows = select_rows(dataset_dir, split, caption_column, source=source, max_clips=max_clips)
     encoder = encoder or create_encoder(cfg)
     captions = [c for r in rows for c in r[caption_column]]
