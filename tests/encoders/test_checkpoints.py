@@ -232,3 +232,35 @@ def test_hub_snapshot_with_only_pytorch_model_bin_resolves(tiny_folder, tmp_path
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     got = resolve_hf_checkpoint(REPO)
     assert (got.path / "pytorch_model.bin").is_file() and got.revision == COMMIT
+
+
+def test_checkpoint_records_follow_the_hub_commit_and_nothing_else(hub_cache, tmp_path):
+    """The resolve_checkpoints stage's files: a new commit on main changes the hub encoder's record
+    (DVC then reruns its dumps), a rerun on the same commit writes the same bytes."""
+    from clapcap.encoders.checkpoints import write_checkpoint_records
+
+    pt = tmp_path / "630k.pt"
+    torch.save({"state_dict": _laion_sd(False)}, pt)
+    encoders = {"published": EncoderConfig(name="published", checkpoint=REPO),
+                "laion": EncoderConfig(name="laion", backend="laion_clap", checkpoint=str(pt)),
+                "random_clap": EncoderConfig(name="random_clap", tiny_seed=1)}
+    out = tmp_path / "records"
+    (out).mkdir()
+    (out / "gone.json").write_text("{}")
+    records = write_checkpoint_records(encoders, list(encoders), out)
+    assert records["published"]["checkpoint_revision"] == COMMIT
+    assert records["random_clap"] == {"encoder": "random_clap", "backend": "hf_clap", "checkpoint_kind": "random",
+                                      "tiny_seed": 1}
+    assert len(records["laion"]["checkpoint_sha256"]) == 64 and not (out / "gone.json").exists()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    write_checkpoint_records(encoders, list(encoders), out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    repo = hub_cache / ("models--" + REPO.replace("/", "--"))
+    new = "0" * 39 + "1"
+    shutil.copytree(repo / "snapshots" / COMMIT, repo / "snapshots" / new)
+    (repo / "refs" / "main").write_text(new)
+    write_checkpoint_records(encoders, list(encoders), out)
+    after = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert [n for n in after if after[n] != before[n]] == ["published.json"]
+    with pytest.raises(InputError, match=r"embed.build: \['nope'\] not in embed.encoders"):
+        write_checkpoint_records(encoders, ["nope"], out)

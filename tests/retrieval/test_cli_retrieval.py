@@ -118,6 +118,26 @@ def test_mlflow_keys_and_logging(tmp_path, dump_file, mlflow_uri, monkeypatch):
     assert [d.dataset.digest for d in run.inputs.dataset_inputs]  # the dump, as a dataset input
 
 
+def test_the_run_records_the_checkpoint_revision(tmp_path, make_dump, mlflow_uri, monkeypatch):
+    """Two revisions of one hub id are two different param values in the runs table."""
+    import mlflow
+
+    from clapcap.data.dump import save_dump
+    from clapcap.tracked.retrieval import track_evaluation
+
+    monkeypatch.chdir(tmp_path)
+    dump = make_dump(n_clips=6, captions_per_clip=1)
+    dump.meta.update({"checkpoint": "laion/clap-htsat-unfused", "checkpoint_kind": "hub",
+                      "checkpoint_revision": "8fa0f1c6d0433df6e97c127f64b2a1d6c0dcda8a",
+                      "tokenizer": "RobertaTokenizerFast (roberta-base ids)"})
+    path = save_dump(dump, tmp_path / "pub" / "corpus" / "test.npz")
+    track_evaluation(evaluate_file(path, bootstrap=10), path, params={"bootstrap": 10})
+    (run,) = mlflow.search_runs(experiment_names=["clapcap-retrieval"], output_format="list",
+                                filter_string="attributes.run_name = 'retrieval/evaluate/pub/corpus/test'")
+    assert run.data.params["checkpoint_revision"] == "8fa0f1c6d0433df6e97c127f64b2a1d6c0dcda8a"
+    assert run.data.params["checkpoint"] == "laion/clap-htsat-unfused"
+
+
 def test_dump_labels_and_metrics_paths_are_unique(tmp_path):
     from clapcap.data.dump import dump_labels
 

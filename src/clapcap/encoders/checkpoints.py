@@ -252,3 +252,58 @@ def read_laion_checkpoint(checkpoint: str, *, enable_fusion: bool) -> tuple[dict
     info = {"sha256": sha256_file(path), "fused": fused,
             "stand_in_tokenizer": isinstance(raw, dict) and raw.get(STAND_IN_MARK) == "stand-in"}
     return sd, info
+
+
+def checkpoint_record(cfg: Any) -> dict[str, Any]:
+    """What identifies an encoder's weights by content, without loading them.
+
+    ``hf_clap`` with a checkpoint: :func:`resolve_hf_checkpoint`'s record (hub commit, or the
+    folder's weights SHA-256); ``laion_clap``: the file's SHA-256; an empty checkpoint: the
+    random model's seed; other backends: their config (their weights are not resolved here).
+
+    Raises:
+        InputError: as :func:`resolve_hf_checkpoint`, or a laion_clap path that is not a file.
+    """
+    base = {"encoder": cfg.name, "backend": cfg.backend}
+    if not cfg.checkpoint:
+        return {**base, "checkpoint_kind": "random", "tiny_seed": cfg.tiny_seed}
+    if cfg.backend == "hf_clap":
+        return {**base, **resolve_hf_checkpoint(cfg.checkpoint, revision=cfg.revision).record()}
+    if cfg.backend == "laion_clap":
+        path = Path(cfg.checkpoint).expanduser()
+        if not path.is_file():
+            raise InputError(f"{cfg.checkpoint}: no such file (embed.encoders.{cfg.name}.checkpoint)")
+        return {**base, "checkpoint": cfg.checkpoint, "checkpoint_kind": "file",
+                "checkpoint_sha256": sha256_file(path), "enable_fusion": cfg.enable_fusion}
+    return {**base, "checkpoint": cfg.checkpoint, "checkpoint_kind": "not resolved"}
+
+
+def write_checkpoint_records(encoders: dict[str, Any], names: list[str], out_dir: str | Path) -> dict[str, Any]:
+    """Write ``<out_dir>/<name>.json`` (:func:`checkpoint_record`) for each of ``names``, and
+    remove the records of encoders no longer listed.
+
+    The DVC stage ``resolve_checkpoints`` runs this on every ``dvc repro`` (``always_changed``),
+    and each ``embed`` item depends on its encoder's file: a hub repository that moves to a new
+    commit changes the file and reruns that encoder's dumps and what reads them; the same commit
+    rewrites the same bytes and reruns nothing.
+
+    Returns:
+        ``{name: record}``.
+
+    Raises:
+        InputError: on a name that is not a key of ``encoders``, or a checkpoint that does not resolve.
+    """
+    from clapcap.utils.io import write_json
+
+    stray = [n for n in names if n not in encoders]
+    if stray:
+        raise InputError(f"embed.build: {stray} not in embed.encoders {sorted(encoders)}")
+    out = Path(out_dir)
+    records = {n: checkpoint_record(encoders[n]) for n in names}  # all resolve before any is written
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.json"):
+        if old.stem not in records:
+            old.unlink()
+    for name, record in records.items():
+        write_json(out / f"{name}.json", record)
+    return records

@@ -11,6 +11,8 @@ from clapcap.data.dump import load_meta
 from clapcap.retrieval.config import RetrievalEvalParams
 from clapcap.retrieval.evaluate import evaluate_all, metric_scope, metrics_path, tracking_scope
 
+CHECKPOINT_KEYS = ("checkpoint", "checkpoint_kind", "checkpoint_revision", "checkpoint_sha256", "tokenizer")
+
 
 def track_evaluation(result: dict[str, Any], dump_path: str | Path, *, params: dict[str, Any],
                      out_path: str | Path | None = None) -> dict[str, float]:
@@ -30,9 +32,13 @@ def track_evaluation(result: dict[str, Any], dump_path: str | Path, *, params: d
     label = "/".join(Path(dump_path).with_suffix("").parts[-3:])
     dataset = meta.get("dataset")
     dataset_dir = dataset if dataset and (Path(dataset) / "manifest.csv").is_file() else None
+    # What identifies the weights (clapcap.encoders.checkpoints): the hub commit or the SHA-256,
+    # so two runs of one hub id at two revisions are told apart in the runs table.
+    weights = {k: meta[k] for k in CHECKPOINT_KEYS if meta.get(k) is not None}
     with tracking.tracked("evaluate_retrieval", experiment="clapcap-retrieval",
                           name=tracking.run_name("retrieval", "evaluate", label),
-                          params={**params, "dump": str(dump_path)}, dump=dump_path, dataset_dir=dataset_dir):
+                          params={**params, "dump": str(dump_path), **weights}, dump=dump_path,
+                          dataset_dir=dataset_dir):
         logged = tracking.log_metrics({k: v for k, v in result.items() if k in ("t2a", "a2t", "n_clips", "n_captions")},
                                       scope=scope)
         if out_path is not None:
