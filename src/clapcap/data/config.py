@@ -31,6 +31,10 @@ class DataParams:
     external: ExternalSource = field(default_factory=ExternalSource)
     split_fractions: dict[str, float] = field(default_factory=lambda: {"train": 0.7, "val": 0.1, "test": 0.2})
     split_seed: int = SPLIT_SEED
+    # How a single ``all`` CSV is split: by ``split_fractions``, or (MusicCaps) the clips flagged
+    # ``is_audioset_eval`` are the test split and the rest are split into train and val in the
+    # ratio of ``split_fractions``' train and val (clapcap.data.splits.split_by_flag).
+    split_by: Literal["fractions", "is_audioset_eval"] = "fractions"
     on_error: Literal["raise", "skip"] = "raise"
     include_real_audio: bool = False
     min_duration_s: float = 0.5
@@ -41,6 +45,7 @@ class DataParams:
         # Checked here, not first by assign_splits, so that the message names params.yaml
         # and the line (load_section) and nothing is synthesised or read before it.
         self._check_split_names()
+        self._check_split_by()
         fractions = self.split_fractions
         for name, value in fractions.items():
             if not 0 <= value <= 1:  # also NaN
@@ -48,6 +53,17 @@ class DataParams:
         if not abs(sum(fractions.values()) - 1.0) <= 1e-9:
             raise ConfigError(f"data.split_fractions: expected fractions that sum to 1, found {fractions} "
                               f"(sum {sum(fractions.values()):.12g})")
+
+    def _check_split_by(self) -> None:
+        if self.split_by == "fractions":
+            return
+        if self.source != "musiccaps" or set(self.external.csv) != {"all"}:
+            raise ConfigError("data.split_by: is_audioset_eval splits one MusicCaps CSV (source: musiccaps, "
+                              f"external.csv: {{all: ...}}), found source {self.source!r} and csv keys "
+                              f"{sorted(self.external.csv)}", key="data.split_by")
+        if not self.split_fractions.get("train", 0) + self.split_fractions.get("val", 0) > 0:
+            raise ConfigError("data.split_fractions: split_by is_audioset_eval needs train or val > 0",
+                              key="data.split_fractions")
 
     def _check_split_names(self) -> None:
         """Refuse a split name that is not train/val/test (``all`` for a single CSV), in

@@ -31,7 +31,7 @@ from clapcap.data.listing import build_listing, listing_changes, listing_digest
 from clapcap.data.manifest import ManifestError, read_manifest, resolve_audio_path, write_manifest
 from clapcap.data.readers import READERS, ROWS_ATTR, AudioLimits
 from clapcap.data.real import read_ovos_animals
-from clapcap.data.splits import apply_splits
+from clapcap.data.splits import apply_splits, split_by_flag
 from clapcap.data.synth import generate_corpus
 from clapcap.errors import InputError
 from clapcap.utils.io import prepared_dataset_hash, read_json, sha256_file, sha256_json, write_json
@@ -108,7 +108,9 @@ def _read_external(params: DataParams) -> tuple[pd.DataFrame, LoadReport, Path]:
         report.skipped += [{**s, "path": _relative_to(s["path"], root)} for s in rep.skipped]
     _check_one_split_per_clip(frames)
     df = pd.concat(frames, ignore_index=True)
-    if "all" in ext.csv:
+    if params.split_by == "is_audioset_eval":
+        df = split_by_flag(df, "is_audioset_eval", params.split_fractions, params.split_seed)
+    elif "all" in ext.csv:
         df = apply_splits(df, params.split_fractions, params.split_seed)
     return df, report, root
 
@@ -157,6 +159,8 @@ def params_digest(params: DataParams) -> str:
     skips = params.source != "synthetic" and params.on_error == "skip"
     left_out = ("out_dir",) if skips else _NOT_BUILD_INPUTS
     fields = {k: v for k, v in dataclasses.asdict(params).items() if k not in left_out}
+    if fields.get("split_by") == "fractions":  # the default: builds from before the key digest alike
+        del fields["split_by"]
     return sha256_json(fields)
 
 

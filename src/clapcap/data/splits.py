@@ -45,3 +45,30 @@ def apply_splits(df: pd.DataFrame, fractions: dict[str, float], seed: int = SPLI
     out = df.copy()
     out["split"] = out["clip_id"].map(mapping)
     return out
+
+
+def split_by_flag(df: pd.DataFrame, column: str, fractions: dict[str, float],
+                  seed: int = SPLIT_SEED) -> pd.DataFrame:
+    """Return a copy of ``df`` whose clips with ``column`` true are ``test`` and the rest
+    ``train``/``val`` by :func:`assign_splits`, in the ratio of ``fractions``' train and val.
+
+    MusicCaps' ``is_audioset_eval`` marks the clips of AudioSet's evaluation segments, the test
+    set MusicCaps captioning papers report on.
+
+    Raises:
+        ValueError: when a clip's flag is missing, or no clip is flagged or every clip is.
+    """
+    flags = df[column]
+    if flags.isna().any():
+        missing = df.loc[flags.isna(), "clip_id"].tolist()[:5]
+        raise ValueError(f"{column} is empty for clip(s) {missing}: cannot split by it")
+    test = flags.astype(bool)
+    if test.all() or not test.any():
+        raise ValueError(f"{column} is {'true' if test.all() else 'false'} for every clip: no "
+                         f"{'train' if test.all() else 'test'} split")
+    train, val = fractions.get("train", 0.0), fractions.get("val", 0.0)
+    rest = assign_splits(list(df.loc[~test, "clip_id"]), {"train": train / (train + val), "val": val / (train + val)},
+                         seed)
+    out = df.copy()
+    out["split"] = [("test" if t else rest[c]) for c, t in zip(out["clip_id"], test, strict=True)]
+    return out
