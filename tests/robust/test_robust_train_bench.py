@@ -443,3 +443,28 @@ def test_view_source_study_trains_each_source_on_the_same_captions(robust_setup,
     write_manifest(no_train, llm_dir / "manifest.csv")
     with pytest.raises(ValueError, match="no train clips; .*add train to robust_paraphrase_llm.splits"):
         run_view_source_study(cand, ctrl, bench, study, params, progress=False)
+
+
+def test_robustclap_fine_tunes_a_published_clap_named_by_hub_id(robust_setup, tmp_path, monkeypatch):
+    """robust_train.base_model: a hub id (offline, from the cache) of the published architecture
+    (HTSAT + RoBERTa BPE): it fine-tunes, and the result records the snapshot's commit."""
+    import huggingface_hub.constants as constants
+    from published_clap import build_published_clap, put_in_hub_cache  # tests/support
+
+    from clapcap.robust.train import train_robust_clap
+
+    root, _ = robust_setup
+    commit = "8fa0f1c6d0433df6e97c127f64b2a1d6c0dcda8a"
+    put_in_hub_cache(build_published_clap(tmp_path / "pub"), tmp_path / "hub", "laion/clap-htsat-unfused", commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    result = train_robust_clap(_train_params(root, base_model="laion/clap-htsat-unfused",
+                                             out_dir=str(tmp_path / "robust")), progress=False)
+    assert result.history[0]["loss"] > 0 and result.added_words == []  # a BPE tokenizer is not extended
+    assert result.base_checkpoint == {"checkpoint": "laion/clap-htsat-unfused", "checkpoint_kind": "hub",
+                                      "checkpoint_revision": commit}
+    saved = json.loads((tmp_path / "robust" / "train_result.json").read_text())
+    assert saved["base_checkpoint"]["checkpoint_revision"] == commit
+    with pytest.raises(FileNotFoundError, match="run train_clap first, or point robust_train.base_model"):
+        train_robust_clap(_train_params(root, base_model=str(tmp_path / "nope"), out_dir=str(tmp_path / "r2")),
+                          progress=False)

@@ -307,3 +307,17 @@ def write_checkpoint_records(encoders: dict[str, Any], names: list[str], out_dir
     for name, record in records.items():
         write_json(out / f"{name}.json", record)
     return records
+
+
+def resolve_base_clap(base_model: str, *, section: str) -> ResolvedCheckpoint:
+    """The base CLAP of a fine-tune (``robust_train.base_model`` and the like): a ``ClapModel``
+    folder (the project's own ``models/default_clap/model``) or a published hub id.
+
+    Raises:
+        FileNotFoundError: a folder that does not exist (names the stage that builds the default).
+        InputError: as :func:`resolve_hf_checkpoint`.
+    """
+    if looks_like_path(base_model) and not Path(base_model).expanduser().exists():
+        raise FileNotFoundError(f"{base_model}: base CLAP folder not found (run train_clap first, or point "
+                                f"{section}.base_model at an HF ClapModel folder or hub id)")
+    return resolve_hf_checkpoint(base_model)

@@ -58,23 +58,24 @@ def build_text_store(params: RobustTextStoreParams, *, progress: bool = True) ->
     from clapcap.clap.frozen_text import fill_store
     from clapcap.clap.minilm import set_text_trainable
     from clapcap.clap.model import load_clap
+    from clapcap.encoders.checkpoints import resolve_base_clap
     from clapcap.utils.io import write_json
 
     if skip_if_inputs_skipped([params.paraphrase_dir], [params.out_dir], stage="robust_text_store"):
         return {"skipped": True}
-    if not Path(params.base_model).exists():
-        raise FileNotFoundError(f"{params.base_model}: base CLAP folder not found (run train_clap first)")
+    base = resolve_base_clap(params.base_model, section="robust_text_store")
     texts = store_texts(params.paraphrase_dir, params.splits)
     out_dir = Path(params.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
     for layers in params.text_trainable_layers:
-        model, tokenizer, _, _ = load_clap(params.base_model)
+        model, tokenizer, _, _ = load_clap(base.path)
         model.eval()
         set_text_trainable(model, layers)
         path, n = fill_store(model, tokenizer, layers, texts, out_dir, progress=progress)
         logger.info("%s: frozen text layers of %d texts (text_trainable_layers=%d)", path, n, layers)
         files[path.name] = {"text_trainable_layers": layers, "n_texts": n}
-    record = {"base_model": params.base_model, "splits": params.splits, "n_texts": len(texts), "files": files}
+    record = {"base_model": params.base_model, **{f"base_{k}": v for k, v in base.record().items() if k != "checkpoint"},
+              "splits": params.splits, "n_texts": len(texts), "files": files}
     write_json(out_dir / "store.json", record)
     return record

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from clapcap.clap.train import check_collapse, embed_cache, fit, t2a_recall
 from clapcap.compute import Compute, full_precision, or_default
 from clapcap.config import from_dict, to_dict
 from clapcap.data.prepare import load_dataset
+from clapcap.encoders.checkpoints import resolve_base_clap
 from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS, attach_views, subset, text_embeddings, view_batches
 from clapcap.robust.loss import MultiViewLossConfig, multiview_loss, schedule_factors
@@ -50,6 +51,8 @@ class RobustTrainResult:
     val: dict[str, float]
     n_train_clips: int
     added_words: list[str]
+    # The base's record (clapcap.encoders.checkpoints): hub commit or weights SHA-256.
+    base_checkpoint: dict[str, Any] = field(default_factory=dict)
     skipped: bool = False
 
 
@@ -143,7 +146,7 @@ def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> 
     if compute is not None and compute.precision != "fp32":
         tracked["precision"] = compute.precision
     digest = hashlib.sha1(json.dumps(tracked, sort_keys=True, default=str).encode())
-    base = Path(params.base_model)
+    base = resolve_base_clap(params.base_model, section="robust_train").path
     for path in [Path(params.paraphrase_dir) / "manifest.csv", *sorted(base.iterdir() if base.is_dir() else [])]:
         if path.is_file():
             digest.update(path.name.encode())
@@ -154,10 +157,7 @@ def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> 
 
 def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
 
-    if not Path(params.base_model).exists():
-        raise FileNotFoundError(f"{params.base_model}: base CLAP folder not found (run train_clap first, "
-                                f"or point robust_train.base_model at an HF ClapModel folder)")
-    model, tokenizer, fe, sidecar = load_clap(params.base_model)
+    model, tokenizer, fe, sidecar = load_clap(resolve_base_clap(params.base_model, section="robust_train").path)
     if params.freeze_audio:
         for p in model.audio_model.parameters():
             p.requires_grad_(False)
@@ -233,7 +233,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     result = RobustTrainResult(
         model_dir=str(model_dir), result_path=str(result_path), base_model=params.base_model, history=history,
         val={k: v for k, v in final.items() if k != "epoch"}, n_train_clips=int(len(clips)),
-        added_words=added)
+        added_words=added, base_checkpoint=resolve_base_clap(params.base_model, section="robust_train").record())
     check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
                    lr=params.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
     write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
