@@ -304,6 +304,42 @@ def prune_outputs(root: str | Path, before: set[str], after: set[str]) -> list[s
     return removed
 
 
+def write_params(root: str | Path, values: dict[str, object], *, where: str, remove: Sequence[str] = ()) -> None:
+    """Set dotted keys of ``params.yaml`` (each value replacing the whole key) and delete the
+    dotted keys of ``remove`` where present, round-trip: comments, key order and the style of
+    every untouched value stay as written.
+
+    Raises:
+        ValueError: naming ``where`` and the key, when a key's parent is not a mapping.
+    """
+    from ruamel.yaml import YAML
+
+    path = Path(root) / "params.yaml"
+    rt = YAML()
+    rt.preserve_quotes = True
+    rt.width = 4096
+    rt.indent(mapping=2, sequence=4, offset=2)
+    rt.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    data = rt.load(path.read_text())
+    for key, value in values.items():
+        node = data
+        *parents, leaf = key.split(".")
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                raise ValueError(f"{where}: {key}: params.yaml has no mapping {part!r} there")
+            node = node[part]
+        node[leaf] = _flow(value)
+    for key in remove:
+        node = data
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf in node:
+            del node[leaf]
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        rt.dump(data, fh)
+
+
 def apply_study(root: str | Path, name: str, *, say: Callable[[str], None] | None = None) -> list[str]:
     """Write study ``name``'s values (``studies/<name>.yaml``: dotted key -> value) into
     ``params.yaml``, each value replacing the whole key, and ``study: <name>``.
@@ -317,28 +353,10 @@ def apply_study(root: str | Path, name: str, *, say: Callable[[str], None] | Non
         FileNotFoundError: naming the studies that exist, when ``name`` is not one.
         ValueError: when the file is not a mapping of dotted keys, or a key's parent is not a mapping.
     """
-    from ruamel.yaml import YAML
-
     values = _study_values(root, name)
-    path = Path(root) / "params.yaml"
     dvc_project = (Path(root) / ".dvc").is_dir()
     before = stage_outputs(root) if dvc_project else set()
-    rt = YAML()
-    rt.preserve_quotes = True
-    rt.width = 4096
-    rt.indent(mapping=2, sequence=4, offset=2)
-    rt.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
-    data = rt.load(path.read_text())
-    for key, value in values.items():
-        node = data
-        *parents, leaf = key.split(".")
-        for part in parents:
-            if not isinstance(node.get(part), dict):
-                raise ValueError(f"studies/{name}.yaml: {key}: params.yaml has no mapping {part!r} there")
-            node = node[part]
-        node[leaf] = _flow(value)
-    with atomic_path(path) as tmp, open(tmp, "w") as fh:
-        rt.dump(data, fh)
+    write_params(root, values, where=f"studies/{name}.yaml")
     if dvc_project:
         for rel in prune_outputs(root, before, stage_outputs(root)):
             (say or logger.info)(f"removed {rel}: its stage is not in study {name!r}")

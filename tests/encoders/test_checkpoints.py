@@ -264,3 +264,14 @@ def test_checkpoint_records_follow_the_hub_commit_and_nothing_else(hub_cache, tm
     assert [n for n in after if after[n] != before[n]] == ["published.json"]
     with pytest.raises(InputError, match=r"embed.build: \['nope'\] not in embed.encoders"):
         write_checkpoint_records(encoders, ["nope"], out)
+
+
+def test_cli_convert_writes_a_folder_hf_clap_loads(build_tiny_laion, tmp_path, capsys):
+    _bpe_tokenizer(tmp_path / "stand_in", 266).save_pretrained(tmp_path / "stand_in")
+    sd = {"module." + k: v for k, v in build_tiny_laion(seed=0).state_dict().items()}
+    torch.save({"state_dict": sd, "clapcap_tokenizer": "stand-in"}, tmp_path / "ours.pt")
+    assert main(["retrieval", "convert", str(tmp_path / "ours.pt"), str(tmp_path / "hf"),
+                 "--tokenizer", str(tmp_path / "stand_in"), "--spec-size", "128"]) == 0
+    assert resolve_hf_checkpoint(str(tmp_path / "hf")).kind == "folder"
+    assert main(["retrieval", "convert", str(tmp_path / "nope.pt"), str(tmp_path / "hf2")]) == 2
+    assert "nope.pt" in capsys.readouterr().err and not (tmp_path / "hf2").exists()

@@ -30,6 +30,15 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
+def _use_clap(args: argparse.Namespace) -> int:
+    from clapcap.clap_choice import use_clap
+
+    for key, value in use_clap(args.root, args.checkpoint, revision=args.revision).items():
+        print(f"params.yaml: {key}={value}")
+    print("then `make repro` (with HF_HUB_OFFLINE=0 to download a hub id that is not cached)")
+    return 0
+
+
 def _refactor_commit(args: argparse.Namespace) -> int:
     from clapcap.refactor import refactor_commit
 
@@ -58,6 +67,13 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--root", default=".", help="the DVC project (default: the current folder)")
     p.add_argument("--print-overrides", action="store_true",
                    help="print `-S key=value` arguments for `dvc exp run` and change nothing")
+    p = add_command(group, "use-clap", _use_clap,
+                    "make CHECKPOINT (an HF ClapModel: hub id or save_pretrained folder) the CLAP of every stage "
+                    "that embeds with it, fine-tunes it (RobustCLAP) or captions from its embeddings")
+    p.add_argument("checkpoint", help="hub id (laion/clap-htsat-unfused), a folder, or models/default_clap/model "
+                   "to restore the project's own CLAP")
+    p.add_argument("--revision", default="", help="hub ids: branch, tag or commit (default: main)")
+    p.add_argument("--root", default=".", help="the DVC project (default: the current folder)")
     p = add_command(group, "refactor-commit", _refactor_commit,
                     "after a change that should alter no result (a refactor): rerun a cheap canary set of the "
                     "stages whose code changed, check their outputs hash as dvc.lock says, then record the "

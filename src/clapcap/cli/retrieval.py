@@ -47,6 +47,13 @@ def _parity(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else 1
 
 
+def _convert(args: argparse.Namespace) -> int:
+    from clapcap.encoders.convert import convert_laion_checkpoint
+
+    print(convert_laion_checkpoint(args.checkpoint, args.out_dir, tokenizer=args.tokenizer, spec_size=args.spec_size))
+    return 0
+
+
 def _diagnose(args: argparse.Namespace) -> int:
     from clapcap.retrieval.diagnose import diagnose, format_report
 
@@ -127,6 +134,15 @@ def register(subparsers, name: str, help_text: str) -> None:
                    help="dataset part of the task names (default: the dump's meta dataset folder name)")
     p.add_argument("--split", default=None, help="split key of scores (default: the dump's meta split, else test)")
     p.add_argument("--max-block-mb", type=int, default=256, help="memory budget of a similarity block")
+
+    p = add_command(group, "convert", _convert,
+                    "convert a laion_clap .pt into a transformers ClapModel folder (the hf_clap backend, use-clap)")
+    p.add_argument("checkpoint", help="laion_clap checkpoint (.pt), fused or not (read from its weights)")
+    p.add_argument("out_dir", help="folder to write (model, tokenizer, preprocessor_config.json)")
+    p.add_argument("--tokenizer", default="roberta-base",
+                   help="RoBERTa tokenizer to copy in, hub id or folder (default: roberta-base)")
+    p.add_argument("--spec-size", type=int, default=None,
+                   help="HTSAT spec size when the weights do not tell it (default: inferred)")
 
     p = add_command(group, "diagnose", _diagnose,
                     "put a dump's metrics beside the published ones and name the causes of a mismatch")

@@ -309,7 +309,7 @@ def write_checkpoint_records(encoders: dict[str, Any], names: list[str], out_dir
     return records
 
 
-def resolve_base_clap(base_model: str, *, section: str) -> ResolvedCheckpoint:
+def resolve_base_clap(base_model: str, *, section: str, revision: str = "") -> ResolvedCheckpoint:
     """The base CLAP of a fine-tune (``robust_train.base_model`` and the like): a ``ClapModel``
     folder (the project's own ``models/default_clap/model``) or a published hub id.
 
@@ -320,4 +320,4 @@ def resolve_base_clap(base_model: str, *, section: str) -> ResolvedCheckpoint:
     if looks_like_path(base_model) and not Path(base_model).expanduser().exists():
         raise FileNotFoundError(f"{base_model}: base CLAP folder not found (run train_clap first, or point "
                                 f"{section}.base_model at an HF ClapModel folder or hub id)")
-    return resolve_hf_checkpoint(base_model)
+    return resolve_hf_checkpoint(base_model, revision=revision)

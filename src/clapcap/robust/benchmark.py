@@ -117,7 +117,8 @@ def evaluate_model(name: str, model_dir: str, df: pd.DataFrame, waves: list[np.n
         and per benchmark the aggregated metrics with bootstrap intervals (``ci``).
     """
 
-    cfg = EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size)
+    cfg = EncoderConfig(name=name, checkpoint=model_dir, batch_size=params.batch_size,
+                        revision=params.revisions.get(model_dir, ""))
     enc = create_encoder(cfg.with_device(or_default(compute).device))
     audio = enc.embed_audio(waves)
     pqs: dict[str, PerQuery] = {}

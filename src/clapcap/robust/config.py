@@ -61,6 +61,7 @@ class RobustTrainParams:
 
     paraphrase_dir: str = "data/robust/paraphrased"
     base_model: str = "models/default_clap/model"
+    base_revision: str = ""  # hub ids only: branch, tag or commit (empty = main)
     out_dir: str = "models/robust_clap"
     loss: MultiViewLossConfig = field(default_factory=MultiViewLossConfig)
     epochs: int = 4
@@ -114,6 +115,8 @@ class RobustBenchParams:
     split: str = "test"
     models: dict[str, str] = field(default_factory=lambda: {"CLAP": "models/default_clap/model",
                                                             "RobustCLAP": "models/robust_clap/model"})
+    # Hub ids among ``models`` -> the revision to load (branch, tag or commit; absent = main).
+    revisions: dict[str, str] = field(default_factory=dict)
     base: str = "CLAP"
     candidate: str = "RobustCLAP"
     benchmarks: dict[str, str] = field(default_factory=lambda: {"original": "captions",
@@ -152,6 +155,7 @@ class RobustTextStoreParams:
 
     paraphrase_dir: str = "data/robust/paraphrased"
     base_model: str = "models/default_clap/model"
+    base_revision: str = ""  # hub ids only: branch, tag or commit (empty = main)
     out_dir: str = "data/robust/text_store"
     splits: list[str] = field(default_factory=lambda: ["train", "val"])
     text_trainable_layers: list[int] = field(default_factory=lambda: [0])

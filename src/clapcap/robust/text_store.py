@@ -63,7 +63,7 @@ def build_text_store(params: RobustTextStoreParams, *, progress: bool = True) ->
 
     if skip_if_inputs_skipped([params.paraphrase_dir], [params.out_dir], stage="robust_text_store"):
         return {"skipped": True}
-    base = resolve_base_clap(params.base_model, section="robust_text_store")
+    base = resolve_base_clap(params.base_model, revision=params.base_revision, section="robust_text_store")
     texts = store_texts(params.paraphrase_dir, params.splits)
     out_dir = Path(params.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

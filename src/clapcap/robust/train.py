@@ -124,8 +124,8 @@ def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: An
 
 
 # Not in the signature: they do not decide the weights (the two paths are hashed by content).
-_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model", "feature_cache",
-              "text_store", "eval_every")
+_UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_dir", "base_model", "base_revision",
+              "feature_cache", "text_store", "eval_every")
 
 
 def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> str:
@@ -146,7 +146,7 @@ def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> 
     if compute is not None and compute.precision != "fp32":
         tracked["precision"] = compute.precision
     digest = hashlib.sha1(json.dumps(tracked, sort_keys=True, default=str).encode())
-    base = resolve_base_clap(params.base_model, section="robust_train").path
+    base = _base(params).path
     for path in [Path(params.paraphrase_dir) / "manifest.csv", *sorted(base.iterdir() if base.is_dir() else [])]:
         if path.is_file():
             digest.update(path.name.encode())
@@ -155,9 +155,13 @@ def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> 
     return digest.hexdigest()
 
 
-def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
+def _base(params: RobustTrainParams) -> Any:
+    """The base CLAP resolved (:func:`~clapcap.encoders.checkpoints.resolve_base_clap`)."""
+    return resolve_base_clap(params.base_model, revision=params.base_revision, section="robust_train")
 
-    model, tokenizer, fe, sidecar = load_clap(resolve_base_clap(params.base_model, section="robust_train").path)
+
+def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
+    model, tokenizer, fe, sidecar = load_clap(_base(params).path)
     if params.freeze_audio:
         for p in model.audio_model.parameters():
             p.requires_grad_(False)
@@ -233,7 +237,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     result = RobustTrainResult(
         model_dir=str(model_dir), result_path=str(result_path), base_model=params.base_model, history=history,
         val={k: v for k, v in final.items() if k != "epoch"}, n_train_clips=int(len(clips)),
-        added_words=added, base_checkpoint=resolve_base_clap(params.base_model, section="robust_train").record())
+        added_words=added, base_checkpoint=_base(params).record())
     check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
                    lr=params.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
     write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
