@@ -20,11 +20,14 @@ from clapcap.utils.io import read_json
 KEYS = ["r@1", "r@5", "r@10", "map", "map@10", "mrr", "median_rank"]
 
 
-def test_cli_evaluate_writes_metrics_with_ci(tmp_path, dump_file, make_dump):
+def test_cli_evaluate_writes_metrics_with_ci(tmp_path, dump_file, make_dump, capsys):
     path = dump_file("d.npz", n_clips=30, captions_per_clip=3, seed=0)
     out = tmp_path / "m" / "metrics.json"
     assert main(["retrieval", "evaluate", str(path), "--out", str(out), "--bootstrap", "100"]) == 0
     result = read_json(out)
+    printed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    ci = result["t2a"]["ci"]["r@10"]
+    assert f"{result['t2a']['r@10']:.4f} [{ci['low']:.4f}, {ci['high']:.4f}]" in printed["r@10"]
     assert list(result) == ["t2a", "a2t", "n_clips", "n_captions", "multi_positive"]
     assert list(result["t2a"]) == KEYS + ["ci"] and list(result["t2a"]["ci"]) == KEYS
     plain = evaluate_dump(make_dump(n_clips=30, captions_per_clip=3, seed=0))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
 import sys
 
 from clapcap.cli._common import add_command, add_group
@@ -30,9 +29,25 @@ def _evaluate(args: argparse.Namespace) -> int:
         track_evaluation(result, args.dump, out_path=args.out,
                          params={"laion_compatible": args.laion_compatible, "bootstrap": args.bootstrap,
                                  "seed": args.seed})
-    summary = {d: {k: v for k, v in result[d].items() if k != "ci"} for d in ("t2a", "a2t")}
-    print(json.dumps(summary, indent=2))
+    print(format_metrics(result))
     return 0
+
+
+def format_metrics(result: dict) -> str:
+    """Both directions side by side, each value with its bootstrap interval when there is one."""
+    lines = [f"{result['n_clips']} clips, {result['n_captions']} captions"
+             f"{' (multi-positive a2t)' if result.get('multi_positive') else ''}",
+             f"{'metric':<12} {'t2a':>26} {'a2t':>26}"]
+    for metric in (k for k in result["t2a"] if k != "ci"):
+        cells = []
+        for d in ("t2a", "a2t"):
+            value, ci = result[d].get(metric), result[d].get("ci", {}).get(metric)
+            band = f" [{ci['low']:.4f}, {ci['high']:.4f}]" if ci else ""
+            cells.append(f"{value:.4f}{band}" if isinstance(value, float) else str(value))
+        lines.append(f"{metric:<12} {cells[0]:>26} {cells[1]:>26}")
+    if "ci" in result["t2a"]:
+        lines.append("[low, high]: the bootstrap interval over queries (docs/retrieval_metrics.md)")
+    return "\n".join(lines)
 
 
 def _parity(args: argparse.Namespace) -> int:
