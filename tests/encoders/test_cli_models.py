@@ -12,10 +12,19 @@ from clapcap.data.dump import load_dump
 def test_cli_embed(tiny_corpus, tmp_path):
     out = tmp_path / "d.npz"
     assert main(["retrieval", "embed", "--dataset", str(tiny_corpus), "--split", "val", "--out", str(out),
-                 "--max-clips", "3", "--caption-column", "paraphrases_v1"]) == 0
+                 "--max-clips", "3", "--caption-column", "paraphrases_v1", "--checkpoint", "random"]) == 0
     dump = load_dump(out)
     assert dump.n_clips == 3 and dump.meta["caption_column"] == "paraphrases_v1"
-    assert main(["retrieval", "embed", "--dataset", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert dump.meta["checkpoint_kind"] == "random"
+    assert main(["retrieval", "embed", "--dataset", str(tmp_path / "nope"), "--out", str(out),
+                 "--checkpoint", "random"]) == 2
+
+
+def test_cli_embed_without_a_checkpoint_is_a_usage_error_not_a_random_model(tiny_corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["retrieval", "embed", "--dataset", str(tiny_corpus), "--out", str(tmp_path / "d.npz")])
+    assert exit_info.value.code == 2 and "--checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "d.npz").exists()
 
 
 def test_cli_train_clap_and_embed_pipeline(tiny_corpus, tmp_path, monkeypatch):

@@ -19,7 +19,9 @@ def _embed(args: argparse.Namespace) -> int:
     from clapcap.encoders.embed import embed_dataset
 
     compute = compute_of(args)  # --device, else params.yaml's compute section; fails fast without CUDA
-    cfg = EncoderConfig(name=args.name, backend=args.backend, checkpoint=args.checkpoint,
+    # "random" is the only way to a random model: a left-out checkpoint is a usage error.
+    checkpoint = "" if args.checkpoint == "random" else args.checkpoint
+    cfg = EncoderConfig(name=args.name, backend=args.backend, checkpoint=checkpoint,
                         enable_fusion=args.enable_fusion, batch_size=args.batch_size, hf_home=args.hf_home,
                         revision=args.revision)
     if cfg.backend == "laion_clap" and cfg.hf_home:
@@ -80,7 +82,9 @@ def register_commands(group: Any) -> None:
     p.add_argument("--split", default="test", help="train, val, test or all")
     p.add_argument("--out", required=True, help="output .npz")
     p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames"])
-    p.add_argument("--checkpoint", default="", help="HF folder/hub id or laion .pt; empty = random tiny model")
+    p.add_argument("--checkpoint", required=True,
+                   help="HF folder or hub id (hf_clap), laion .pt (laion_clap), or `random` for a random model "
+                        "(a tiny one for hf_clap/hf_frames; smoke tests only)")
     p.add_argument("--revision", default="", help="hf_clap hub ids: branch, tag or commit (empty = main); "
                    "the commit is recorded in the dump's meta")
     p.add_argument("--name", default="cli")
