@@ -255,7 +255,6 @@ def test_asterisk_transcript_file_names_a_malformed_line(tmp_path):
 
 
 def test_soundfont_renders_from_a_tiny_sf2(tmp_path):
-    pytest.importorskip("tinysoundfont")
     sf2 = tmp_path / "usr/share/sounds/sf2/Tiny.sf2"
     sf2.parent.mkdir(parents=True)
     sf2.write_bytes(tiny_sf2(program=73))
