@@ -77,6 +77,50 @@ def test_timeout_and_non_json_stop_after_the_retries(fake_openai, tmp_path, monk
     assert len(fake_openai.requests) == 4
 
 
+NOT_UTF8 = b"\xff\xfe{not text}"
+
+
+def test_an_answer_that_is_not_utf8_is_retried_then_names_the_endpoint(fake_openai, tmp_path,
+                                                                        monkeypatch):
+    """It used to escape as a bare UnicodeDecodeError: exit 2, no endpoint, no retry."""
+    client = _client(fake_openai.base_url, "env", tmp_path, monkeypatch, max_retries=2)
+    fake_openai.script = [fake_openai.raw(200, NOT_UTF8)]  # one bad answer, then a good one
+    assert client.complete([]) == "a caption number 2."
+    fake_openai.default = lambda _body: fake_openai.raw(200, NOT_UTF8)
+    with pytest.raises(EndpointError) as err:
+        client.complete([])
+    msg = error_message(err.value)
+    assert msg.startswith(f"{fake_openai.base_url}/chat/completions: model m: answer is not UTF-8")
+    assert msg.endswith("after 3 attempts") and "0xff" in msg and exit_code(err.value) == 1
+    assert len(fake_openai.requests) == 2 + 3
+
+
+def test_reference_captioner_and_paraphrase_stop_at_answers_that_are_not_utf8(fake_openai, tmp_path,
+                                                                             monkeypatch):
+    from clapcap.llm import LLMError
+    from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
+    from clapcap.reference.api import ApiCaptioner, ApiError
+    from clapcap.reference.config import ApiConfig, GenerationConfig
+
+    monkeypatch.setenv("FAKE_KEY", KEY)
+    fake_openai.default = lambda _body: fake_openai.raw(200, NOT_UTF8)
+    wav = tmp_path / "clip.wav"
+    sf.write(wav, np.zeros(1600, dtype="float32"), 16000)
+    cfg = ApiConfig(base_url=fake_openai.base_url, model="m", api_key_env="FAKE_KEY", env_file="",
+                    backoff_s=0.0, max_retries=1)
+    with pytest.raises(ApiError, match="still failing .answer is not UTF-8.* after 1 retries") as err:
+        ApiCaptioner(cfg, GenerationConfig()).caption(wav)
+    assert fake_openai.base_url in str(err.value) and exit_code(err.value) == 1
+    assert len(fake_openai.requests) == 2
+    params = LLMParams(base_url=fake_openai.base_url, model="m", api_key_env="FAKE_KEY", env_file="",
+                       backoff_s=0.0, max_retries=1, cache_path=str(tmp_path / "cache.jsonl"),
+                       workers=1)
+    with pytest.raises(LLMError, match="answer is not UTF-8.* after 2 attempts") as err:
+        LLMParaphraser(params).paraphrase_many(["A dog barks."])
+    assert fake_openai.base_url in str(err.value) and exit_code(err.value) == 1
+    assert len(fake_openai.requests) == 4
+
+
 def test_reference_captioner_stops_at_a_refused_key(fake_openai, tmp_path, monkeypatch):
     from clapcap.reference.api import ApiCaptioner, ApiError
     from clapcap.reference.config import ApiConfig, GenerationConfig

@@ -171,6 +171,8 @@ def test_refused_key_stops_the_judge_at_the_first_request(study, fake_api, tmp_p
     ("slow", ["--timeout", "0.2", "--max-retries", "1"], 2, "no answer within 0.2 s"),
     # 200 but HTML (a proxy's page): retried like a dropped answer, then the run stops.
     (FakeOpenAI.raw(200, "<html>login</html>"), ["--max-retries", "0"], 1, "answer is not JSON"),
+    # 200 but bytes that are not UTF-8: retried the same way, never a bare decode error (exit 2).
+    (FakeOpenAI.raw(200, b"\xff\xfe"), ["--max-retries", "1"], 2, "answer is not UTF-8"),
     # JSON that is no chat completion, on every attempt of the first item.
     ((200, {"data": []}, {}), ["--max-answer-attempts", "2"], 2, "answer has no choices"),
 ])

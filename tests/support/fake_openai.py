@@ -11,7 +11,7 @@ fake serves them all. Tests shape its answers with, in this order of precedence:
    ``caption.format(n=<request number>)`` as the assistant message).
 
 A reply is a ``(status, payload, headers)`` tuple (payload: a JSON-able object, or a raw
-string sent as is) or a callable taking the request body and returning one;
+string or bytes sent as is) or a callable taking the request body and returning one;
 :meth:`FakeOpenAI.chat`, :meth:`FakeOpenAI.error` and :meth:`FakeOpenAI.raw` build them. A
 request with ``"stream": true`` answered by a chat reply is streamed as server-sent events.
 ``requests`` records ``{"path", "auth", "headers", "body"}`` of each request;
@@ -72,8 +72,8 @@ class FakeOpenAI:
         return status, {"error": f"status {status}"}, dict(headers or {})
 
     @staticmethod
-    def raw(status: int, text: str) -> Reply:
-        """An answer whose body is ``text`` as is (e.g. not JSON)."""
+    def raw(status: int, text: str | bytes) -> Reply:
+        """An answer whose body is ``text`` as is (e.g. not JSON, or bytes that are not UTF-8)."""
         return status, text, {}
 
     def _next(self, body: dict[str, Any], headers: dict[str, str], path: str) -> tuple[int, Step]:
@@ -124,7 +124,10 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if status == 200 and body.get("stream") and isinstance(payload, dict):
                 self._stream(payload["choices"][0]["message"]["content"])
                 return
-            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+            if isinstance(payload, bytes):
+                data = payload
+            else:
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -1,7 +1,7 @@
 """A minimal client for OpenAI-compatible ``/chat/completions`` endpoints (stdlib only).
 
 Rate limits (HTTP 429), server errors (5xx), timeouts, dropped connections and answers
-that are not JSON are retried with exponential backoff (``Retry-After`` is honoured,
+that are not JSON (or not even UTF-8 text) are retried with exponential backoff (``Retry-After`` is honoured,
 capped); when they outlast the retries an :class:`EndpointError` names the URL. Other
 HTTP errors are raised at once (:class:`LLMError`), and HTTP 401/403 as
 :class:`KeyRefused`, which names where the key came from (``$OPENAI_API_KEY``, never its
@@ -47,8 +47,9 @@ AUTH_STATUS = frozenset({401, 403})
 
 Message = dict[str, Any]
 
+# A malformed answer (not UTF-8, not JSON) is retried like a dropped one.
 _TRANSIENT = (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException,
-              json.JSONDecodeError)
+              json.JSONDecodeError, UnicodeDecodeError)
 
 DEFAULT_MAX_CONNECTION_FAILURES = 3
 
@@ -238,6 +239,9 @@ class ChatClient:
             return _Failure(f"no answer within {self.timeout_s:g} s (TimeoutError)", True)
         if isinstance(err, json.JSONDecodeError):
             return _Failure(f"answer is not JSON ({err})", True)
+        if isinstance(err, UnicodeDecodeError):
+            byte = err.object[err.start:err.start + 1].hex()
+            return _Failure(f"answer is not UTF-8 (byte 0x{byte} at position {err.start})", True)
         reason = getattr(err, "reason", None) or err
         no_connection = isinstance(err, urllib.error.URLError | ConnectionError)
         return _Failure(self._redact(f"{type(err).__name__}: {reason}"), True, no_connection=no_connection)

@@ -40,7 +40,7 @@ class EndpointError(LLMError):
 
     Raised for a refused API key (:class:`KeyRefused`), no connection
     (:class:`EndpointUnreachable`) and transient failures (timeouts, 429, 5xx, answers
-    that are not JSON) that outlasted the retries. A caller looping over items stops at
+    that are not JSON or not UTF-8) that outlasted the retries. A caller looping over items stops at
     the first one instead of failing (and, on a paid API, paying for) every remaining
     item; the message names the endpoint URL.
     """
