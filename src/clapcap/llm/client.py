@@ -13,7 +13,10 @@ across requests, :class:`EndpointUnreachable` names the URL and stops the caller
 way. With ``"stream": true`` in the request body the server-sent events are read and
 their deltas joined. The API key only ever goes into the ``Authorization`` header: error
 messages are redacted, headers are never logged and the client's ``repr`` leaves the key
-out.
+out. A ``base_url`` with credentials in it (``http://user:secret@host/v1``) is refused
+(:func:`refuse_credentials`, whose message shows it through
+:func:`clapcap.utils.urls.redact_url`), so :attr:`ChatClient.url`, the URL every message
+shows, never holds any.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from clapcap.llm.errors import (
 )
 from clapcap.llm.secrets import SecretStr
 from clapcap.utils.limits import API_LIMIT, concurrency_slot
+from clapcap.utils.urls import has_user_info, redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,19 @@ _TRANSIENT = (urllib.error.URLError, TimeoutError, ConnectionError, http.client.
               json.JSONDecodeError, UnicodeDecodeError)
 
 DEFAULT_MAX_CONNECTION_FAILURES = 3
+
+
+def refuse_credentials(base_url: str, key_env: str = "") -> None:
+    """Refuse a ``base_url`` that carries ``user:password@``: it would be logged and printed.
+
+    Raises:
+        ValueError: naming the URL redacted and where the key belongs (``api_key_env``).
+    """
+    if has_user_info(base_url):
+        where = f" (${key_env})" if key_env else ""
+        raise ValueError(f"base_url {redact_url(base_url)!r} holds credentials (user:password@), "
+                         "which would show in logs, MLflow params and error lines; remove them and "
+                         f"put the API key in the variable named by api_key_env{where} or in env_file")
 
 
 @dataclass
@@ -111,10 +128,11 @@ class ChatClient:
         concurrency_limit: str | None = API_LIMIT,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, found {base_url!r}")
+            raise ValueError(f"base_url must start with http:// or https://, found {redact_url(base_url)!r}")
+        refuse_credentials(base_url, key_env)
         if max_connection_failures < 0:
             raise ValueError(f"max_connection_failures must be >= 0, found {max_connection_failures}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = base_url.rstrip("/") + "/chat/completions"  # no credentials: refused above
         self.model = model
         self._key = api_key
         self._key_env = key_env  # the variable a missing key would come from (for the 401 hint)

@@ -14,7 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES, ChatClient, RetryPolicy
+from clapcap.llm.client import (
+    DEFAULT_MAX_CONNECTION_FAILURES,
+    ChatClient,
+    RetryPolicy,
+    refuse_credentials,
+)
 from clapcap.llm.secrets import SecretStr, require_api_key, resolve_api_key
 
 
@@ -23,7 +28,7 @@ class EndpointConfig:
     """Where the endpoint is, which key it takes, and how patient to be with it.
 
     ``base_url``: the OpenAI-compatible API root (``.../v1``): a hosted API, a vLLM or
-    llama.cpp server. The key is read from the variable ``api_key_env``, else from
+    llama.cpp server, without credentials in it (``user:password@`` is refused). The key is read from the variable ``api_key_env``, else from
     ``env_file`` (a git-ignored ``KEY=VALUE`` file; ``""``: none); it is never stored in a
     config nor logged. Transient failures are retried ``max_retries`` times with exponential
     backoff (``backoff_s`` doubling up to ``max_backoff_s``); ``max_connection_failures``
@@ -40,6 +45,9 @@ class EndpointConfig:
     max_backoff_s: float = 60.0
     max_connection_failures: int = DEFAULT_MAX_CONNECTION_FAILURES
     extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        refuse_credentials(self.base_url, self.api_key_env)
 
     def api_key(self, *, required: bool) -> SecretStr | None:
         """The key from ``$api_key_env``, else ``env_file``; None when not ``required`` and absent.

@@ -32,6 +32,7 @@ from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.paraphrase.heldout import heldout_views
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
 from clapcap.utils.io import read_json, write_json
+from clapcap.utils.urls import redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ def _llm_views(df: pd.DataFrame, params: LLMParams, progress: bool,
     if results and len(failures) == len(results) * len(VIEW_COLUMNS):
         raise LLMError(
             f"paraphrase: no usable output: all {len(failures)} views of {len(results)} unique "
-            f"caption(s) failed (model {params.model} at {params.base_url}; first error: "
+            f"caption(s) failed (model {params.model} at {redact_url(params.base_url)}; first error: "
             f"{failures[0]['error'][:300]}). Failures are cached in {params.cache_path}: fix the "
             "endpoint or the prompt, then rerun with llm.retry_failed: true",
             reason="no usable output")

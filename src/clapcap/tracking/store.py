@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from clapcap.utils.urls import redact_url
+
 logger = logging.getLogger(__name__)
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.IGNORECASE)
@@ -118,11 +120,11 @@ def prepare_store(experiments: Sequence[str], tracking_uri: str | None = None) -
 
 def clean_params(params: Mapping[str, Any]) -> dict[str, str]:
     """Flattened params with MLflow-safe names, credential-like keys dropped, values as text
-    (MLflow caps a value at 6000 characters)."""
+    with the user-info of any URL redacted (MLflow caps a value at 6000 characters)."""
     flat = {k: v for k, v in flatten(params).items() if not _SECRET.search(k)}
-    return {safe_key(k): str(v)[:6000] for k, v in flat.items()}
+    return {safe_key(k): redact_url(str(v))[:6000] for k, v in flat.items()}
 
 
 def log_params(params: Mapping[str, Any]) -> None:
-    """Log (flattened) params to the active run, dropping credential-like keys."""
+    """Log (flattened) params to the active run, dropping credential-like keys and URL user-info."""
     _mlflow().log_params(clean_params(params))
