@@ -2,10 +2,13 @@
 
 The audio root is ``--audio-root`` when given, else the deepest folder that holds every
 audio file the pairs file lists (taken as written, before any symbolic link is
-resolved). Each file is resolved (:meth:`pathlib.Path.resolve`, links followed) and must
-lie under the resolved root: a listed file that is a link to a file elsewhere (``audio/
-clip.wav -> /home/me/.ssh/id_rsa``) is refused when the server starts, and the server
-checks again before each answer, in case a link was planted after the start.
+resolved); that folder is never the filesystem root: files that share no other folder
+need an explicit ``--audio-root``. Each file is resolved (:meth:`pathlib.Path.resolve`,
+links followed) and must lie under the resolved root: a listed file that is a link to a
+file elsewhere (``audio/clip.wav -> /home/me/.ssh/id_rsa``) is refused when the server
+starts. The resolved files are an allow-list: before each answer the server checks that
+the file still resolves to the same place (:func:`still_listed`), so a link planted after
+the start leads nowhere, not even to another file under the root.
 """
 
 from __future__ import annotations
@@ -27,10 +30,21 @@ def default_root(paths: list[str]) -> Path:
     return Path(os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths]))
 
 
-def is_under(path: str | Path, root: Path) -> bool:
-    """True when ``path``, links resolved, is an existing file under the (resolved) ``root``."""
-    real = Path(path).resolve()
-    return real.is_file() and real.is_relative_to(root)
+def still_listed(real: Path) -> bool:
+    """True when ``real`` (a file resolved at the start) is still a file and still resolves to
+    itself: no part of its path has been replaced by a link since."""
+    return real.resolve() == real and real.is_file()
+
+
+def _implicit_root(paths: list[str], origin: str) -> Path:
+    """:func:`default_root` of ``paths``, refused when it is the filesystem root."""
+    root = default_root(paths)
+    if root.parent == root:
+        other = next((p for p in paths if Path(p).parts[:2] != Path(paths[0]).parts[:2]), paths[0])
+        raise RatingsError(f"{origin}: the audio files share no folder but {root} (e.g. {paths[0]} and {other}); "
+                           "the rating page does not serve from the filesystem root: pass --audio-root "
+                           "with the folder that holds them")
+    return root
 
 
 def audio_files(pairs: pd.DataFrame, audio_root: str | Path | None = None
@@ -41,18 +55,19 @@ def audio_files(pairs: pd.DataFrame, audio_root: str | Path | None = None
 
     Raises:
         FileNotFoundError: when ``audio_root`` is not a folder.
-        RatingsError: naming the pairs file row, when an audio file resolves (through a
+        RatingsError: without ``audio_root``, when the files share no folder but the
+            filesystem root; naming the pairs file row, when an audio file resolves (through a
             symbolic link) to a place outside the audio root, or does not exist.
     """
     listed = [(i, c, p) for i, (c, p) in enumerate(zip(pairs["clip_id"], pairs["audio_path"],
                                                        strict=True)) if p]
     if not listed:
         return None, {}
-    root = Path(audio_root) if audio_root else default_root([p for _, _, p in listed])
+    origin = pairs.attrs.get("origin", "pairs file")
+    root = Path(audio_root) if audio_root else _implicit_root([p for _, _, p in listed], origin)
     if not root.is_dir():
         raise FileNotFoundError(f"audio root {root} is not a folder")
     real_root = root.resolve()
-    origin = pairs.attrs.get("origin", "pairs file")
     files: dict[str, Path] = {}
     for i, clip, path in listed:
         real = Path(path).resolve()

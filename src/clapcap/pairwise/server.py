@@ -12,8 +12,8 @@ Routes:
   shown, then redirects to the next item. A refused vote gets 400 (409 for a second,
   different vote on the same item; 411 without a ``Content-Length``; 413 for a larger
   body; 408 when the body does not arrive) and a page that says why.
-- ``GET /audio/CLIP_ID``: the clip's audio file (only files named in the pairs file, and
-  only under the audio root), with single byte ranges (``Range: bytes=a-b``, ``a-``,
+- ``GET /audio/CLIP_ID``: the clip's audio file (only the files named in the pairs file,
+  each as it resolved at the start, under the audio root; any other path gets 404), with single byte ranges (``Range: bytes=a-b``, ``a-``,
   ``-n``: 206, or 416 when unsatisfiable) so that the player can seek.
 - ``GET /progress?rater=ID``: JSON ``{"rater", "done", "total"}``.
 
@@ -26,7 +26,9 @@ rater who reloads or comes back after a restart sees the same order, and resumes
 their first unrated item (votes live in :class:`~clapcap.pairwise.store.VoteStore`).
 The pairs file is checked when the server is built: every item needs an existing audio
 file, so nobody votes on a clip they could not hear, and each file must lie under the
-audio root once symbolic links are resolved (:mod:`clapcap.pairwise.audio_files`).
+audio root once symbolic links are resolved (:mod:`clapcap.pairwise.audio_files`). The
+port is taken before anything is written: a busy one fails with one line naming
+``host:port`` and ``--port``, and leaves no vote database behind.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pandas as pd
 
-from clapcap.pairwise.audio_files import audio_files, is_under
+from clapcap.errors import ClapcapError
+from clapcap.pairwise.audio_files import audio_files, still_listed
 from clapcap.pairwise.http_input import (
     MAX_BODY_BYTES,
     VoteRefused,
@@ -80,12 +83,14 @@ class RatingApp:
     """State of the rating site: the items, the vote store and the rater pool name."""
 
     def __init__(self, pairs: pd.DataFrame, store: VoteStore, *, pool: str = "human",
-                 seed: int = 0, audio_root: str | Path | None = None) -> None:
+                 seed: int = 0, audio_root: str | Path | None = None,
+                 audio: tuple[Path | None, dict[str, Path]] | None = None) -> None:
         self.items = pairs.set_index("item_id", drop=False)
         self.store = store
         self.pool = pool
         self.seed = seed
-        self.audio_root, self.audio = audio_files(pairs, audio_root)
+        # audio: audio_files(pairs, audio_root), when the caller has checked it already
+        self.audio_root, self.audio = audio if audio is not None else audio_files(pairs, audio_root)
 
     def sequence(self, rater: str) -> list[str]:
         """The rater's item order (a seeded shuffle, stable across restarts)."""
@@ -217,8 +222,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_audio(self, clip_id: str) -> None:
         path = self.app.audio.get(clip_id)
-        # Checked again here: a link planted after the start must not lead out of the root.
-        if path is None or not is_under(path, self.app.audio_root):
+        # Checked again here: a link planted after the start must lead nowhere, not even to
+        # another file under the root. Only the files resolved at the start are served.
+        if path is None or not still_listed(path):
             self._send(HTTPStatus.NOT_FOUND, b"no audio", "text/plain")
             return
         ctype = mimetypes.guess_type(path)[0] or "application/octet-stream"
@@ -308,6 +314,10 @@ def _form_rater(form: dict[str, str]) -> str:
     return rater
 
 
+class PortBusy(ClapcapError):
+    """The rating page cannot listen on its host and port (taken, or not allowed): exit code 1."""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -339,15 +349,25 @@ def make_server(pairs: str | Path, db: str | Path, *, host: str = "127.0.0.1", p
             an item's audio file is missing or outside the audio root (the error names
             the file line).
         ValueError: when ``timeout_s`` or ``max_body_bytes`` is not positive.
+        PortBusy: when ``host:port`` cannot be bound (before the vote store is created).
     """
     if not timeout_s > 0 or max_body_bytes <= 0:
         raise ValueError(f"timeout_s and max_body_bytes must be positive, found {timeout_s}, "
                          f"{max_body_bytes}")
-    app = RatingApp(read_pairs(pairs, require_audio=True), VoteStore(db), pool=pool, seed=seed,
-                    audio_root=audio_root)
-    handler = type("RatingHandler", (_Handler,), {"app": app, "timeout": timeout_s,
-                                                  "max_body_bytes": max_body_bytes})
-    return _Server((host, port), handler)
+    table = read_pairs(pairs, require_audio=True)
+    audio = audio_files(table, audio_root)  # checked before the port is taken or the store made
+    handler = type("RatingHandler", (_Handler,), {"timeout": timeout_s, "max_body_bytes": max_body_bytes})
+    try:
+        server = _Server((host, port), handler)
+    except OSError as err:
+        raise PortBusy(f"cannot listen on {host}:{port} ({err.strerror or err}); is another server "
+                       "using it? choose another port with --port (0: any free one)") from None
+    try:
+        handler.app = RatingApp(table, VoteStore(db), pool=pool, seed=seed, audio=audio)
+    except BaseException:
+        server.server_close()
+        raise
+    return server
 
 
 def serve(pairs: str | Path, db: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
