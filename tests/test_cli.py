@@ -85,3 +85,41 @@ def test_every_verb_shows_its_defaults(capsys):
     out = capsys.readouterr().out
     assert "bootstrap seed (default: 0)" in " ".join(out.split())
     assert "(default: None)" not in out and "(default: False)" not in out
+
+
+def _verb_parsers(parser, path=()):
+    """(command path, parser) of every ``clapcap`` verb and group, walked from the root parser."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:  # argparse keeps sub-parsers only on this private list
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _verb_parsers(child, (*path, name))
+
+
+def test_every_option_has_help_and_every_real_default_shows():
+    """`retrieval embed --batch-size`, `pairwise serve --port`, ... had no help line, so their
+    defaults did not show either (argparse shows help only where there is some), and
+    `captioning train --lm` said nothing at all."""
+    import argparse
+
+    from clapcap.cli import build_parser
+
+    no_help, hidden = [], []
+    for path, parser in _verb_parsers(build_parser()):
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction | argparse._VersionAction | argparse._SubParsersAction):
+                continue
+            name = " ".join([*path, action.option_strings[-1] if action.option_strings else action.dest])
+            if not (action.help or "").strip() or action.help == argparse.SUPPRESS:
+                no_help.append(name)
+                continue
+            shown = " ".join(formatter._expand_help(action).split())
+            flag = action.nargs == 0  # store_true and friends: their False says nothing
+            if action.default not in (None, argparse.SUPPRESS) and not flag and "default" not in shown \
+                    or "(default: )" in shown:
+                hidden.append(f"{name}: {shown!r}")
+    assert not no_help, f"options without help: {no_help}"
+    assert not hidden, f"defaults not shown: {hidden}"

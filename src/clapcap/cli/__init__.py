@@ -73,7 +73,9 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
     """Every option's default in its help line; descriptions (and their examples) as written.
 
     Left out where it says nothing: a flag's False, an unset None, a help that already
-    names its default.
+    names its default. An empty string shows as ``""`` rather than as nothing. Every option
+    has a help text (a test walks every verb), since argparse shows none, and so no default,
+    for an option without one.
     """
 
     def _get_help_string(self, action: argparse.Action) -> str:
@@ -81,6 +83,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
         if action.default is None or action.default is False or action.default == argparse.SUPPRESS \
                 or "default" in text:
             return text
+        if action.default == "":
+            return f'{text} (default: "")'
         return super()._get_help_string(action)
 
 

@@ -40,7 +40,7 @@ def register_commands(group: Any) -> None:
     """Add ``score`` to the captioning group's sub-command action ``group``."""
     parser = add_command(group, "score", _score,
                          "score PRED.json ({clip_id: caption}) against REFS.json ({clip_id: [refs]})")
-    parser.add_argument("--predictions", required=True, metavar="PRED.json")
-    parser.add_argument("--references", required=True, metavar="REFS.json")
-    parser.add_argument("--out", required=True, metavar="SCORES.json")
+    parser.add_argument("--predictions", required=True, metavar="PRED.json", help="{clip_id: caption}")
+    parser.add_argument("--references", required=True, metavar="REFS.json", help="{clip_id: [references]}")
+    parser.add_argument("--out", required=True, metavar="SCORES.json", help="corpus and per-clip scores to write")
     add_trim_arguments(parser)

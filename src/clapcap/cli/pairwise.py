@@ -88,13 +88,13 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--out", required=True, help="pairs CSV to write")
     p.add_argument("--no-reference", action="store_true", help="do not add the reference as a system")
     p.add_argument("--n-clips", type=int, default=None, help="random sample of clips (seeded)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the clip sample")
 
     p = add_command(group, "serve", _serve, "serve the blind A/B rating page locally")
     p.add_argument("--pairs", required=True, help="pairs CSV from make-pairs")
     p.add_argument("--db", required=True, help="SQLite vote store (created if absent)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback: this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free one)")
     p.add_argument("--pool", default="human", help="pool name recorded with each vote")
     p.add_argument("--seed", type=int, default=0, help="seed of the shown order and item order")
     p.add_argument("--audio-root", default=None,
@@ -102,24 +102,27 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
                         "(default: the deepest folder holding every audio file of --pairs)")
 
     p = add_command(group, "judge", _judge, "LLM judge pool over an OpenAI-compatible API")
-    p.add_argument("--pairs", required=True)
+    p.add_argument("--pairs", required=True, help="pairs CSV from make-pairs")
     p.add_argument("--db", required=True, help="SQLite vote store (resumes from it)")
     p.add_argument("--out", required=True, help="ratings CSV of this pool's votes")
     p.add_argument("--pool", required=True, help="pool name, e.g. audio_llm or text_llm")
-    p.add_argument("--mode", choices=("audio", "text"), required=True)
+    p.add_argument("--mode", choices=("audio", "text"), required=True,
+                   help="audio: the judge hears the clip; text: it reads the reference caption")
     p.add_argument("--model", action="append", required=True, help="judge model (repeatable)")
-    p.add_argument("--base-url", default="https://api.openai.com/v1")
+    p.add_argument("--base-url", default="https://api.openai.com/v1",
+                   help="OpenAI-compatible API root, without credentials (the key: --api-key-env)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the key")
     p.add_argument("--env-file", "--dotenv", dest="env_file", default=".env",
                    help="KEY=VALUE file read when the variable is unset ('' for none)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-answer-attempts", type=int, default=3)
-    p.add_argument("--max-retries", type=int, default=4)
-    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the order the captions are shown in")
+    p.add_argument("--max-answer-attempts", type=int, default=3,
+                   help="asks per item before a malformed answer is recorded as a failure")
+    p.add_argument("--max-retries", type=int, default=4, help="retries of a transient failure (timeout, 429, 5xx)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each answer")
     p.add_argument("--max-connection-failures", type=int, default=3,
                    help="stop after this many consecutive connection failures (0: never)")
     p.add_argument("--extra-body", default="", help="JSON merged into each request body")
 
     p = add_command(group, "export", _export, "write all votes of a store as a ratings CSV")
-    p.add_argument("--db", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--db", required=True, help="SQLite vote store")
+    p.add_argument("--out", required=True, help="ratings CSV to write")

@@ -81,18 +81,22 @@ def register_commands(group: Any) -> None:
     p.add_argument("--dataset", required=True, help="prepared dataset folder (manifest.csv)")
     p.add_argument("--split", default="test", help="train, val, test or all")
     p.add_argument("--out", required=True, help="output .npz")
-    p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames"])
+    p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames"],
+                   help="encoder: a transformers CLAP, a laion_clap checkpoint, or frame-level HF CLAP")
     p.add_argument("--checkpoint", required=True,
                    help="HF folder or hub id (hf_clap), laion .pt (laion_clap), or `random` for a random model "
                         "(a tiny one for hf_clap/hf_frames; smoke tests only)")
     p.add_argument("--revision", default="", help="hf_clap hub ids: branch, tag or commit (empty = main); "
                    "the commit is recorded in the dump's meta")
-    p.add_argument("--name", default="cli")
-    p.add_argument("--enable-fusion", action="store_true")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--name", default="cli", help="encoder label recorded in the dump and its reports")
+    p.add_argument("--enable-fusion", action="store_true",
+                   help="laion_clap: build the fusion model; hf_clap: must match the checkpoint")
+    p.add_argument("--batch-size", type=int, default=16, help="clips or captions per forward pass")
     p.add_argument("--caption-column", default="captions",
-                   choices=["captions", "paraphrases_v1", "paraphrases_v2"])
-    p.add_argument("--max-clips", type=int, default=None)
+                   choices=["captions", "paraphrases_v1", "paraphrases_v2"],
+                   help="text side: the captions, or one paraphrase view of them")
+    p.add_argument("--max-clips", type=int, default=None,
+                   help="embed only the first N clips of the split (default: all)")
     p.add_argument("--save-frames", action="store_true", help="hf_frames: store frame-level outputs")
     p.add_argument("--hf-home", default="", help="laion_clap: offline HF cache folder (built if missing)")
     p.add_argument("--device", default="", help="auto, cpu, cuda or cuda:N (default: params.yaml's compute "
@@ -102,12 +106,13 @@ def register_commands(group: Any) -> None:
     p.add_argument("--a", required=True, help="dump A (.npz)")
     p.add_argument("--b", required=True, help="dump B (.npz)")
     p.add_argument("--out", required=True, help="identity report (.json)")
-    p.add_argument("--cos-threshold", type=float, default=0.99)
+    p.add_argument("--cos-threshold", type=float, default=0.99,
+                   help="'same checkpoint' when every clip and caption cosine is at least this, in (0, 1]")
 
     p = add_command(group, "identity-check", _identity_check,
                     "laion_clap vs converted HF on the same clips (params.yaml checkpoint_identity)")
-    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--params", default="params.yaml", help="parameter file with a checkpoint_identity section")
 
     p = add_command(group, "train-clap", _train_clap, "train the default CLAP (params.yaml train_clap)")
-    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--params", default="params.yaml", help="parameter file with a train_clap section")
     p.add_argument("--no-track", action="store_true", help="skip MLflow logging and registration")
