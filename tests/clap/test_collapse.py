@@ -73,3 +73,35 @@ def test_random_embeddings_are_rarely_significant():
 def test_rejects_bad_shapes():
     with pytest.raises(ValueError, match="needs >= 2 clips"):
         chance_test(np.ones((1, 4)), np.ones((2, 4)), np.zeros(2, dtype=int))
+
+
+def _two_of_six_clips_found():
+    """6 one-hot clips: the captions of clips 0 and 1 find them, the other 4 captions tie on
+    every clip. MRR (2 + 4/6) / 6 = 0.444 > chance 0.408, exact p = 4!/6! = 0.033 (not < 0.01)."""
+    audio = np.eye(6)
+    index = np.arange(6)
+    text = np.vstack([audio[:2], np.ones((4, 6))])
+    return audio, text, index
+
+
+@pytest.mark.parametrize(("embeddings", "says", "never"), [
+    (_two_of_six_clips_found(), "training not distinguishable from chance on 6 clips: ", "training collapsed"),
+    ((np.eye(6), np.ones((6, 6)), np.arange(6)), "training collapsed: ", "not distinguishable"),
+])
+def test_check_collapse_says_collapsed_only_at_or_below_chance(tmp_path, monkeypatch, embeddings, says, never):
+    """A model above chance on a 6-clip split whose test is not significant used to be
+    reported as "training collapsed"."""
+    import clapcap.clap.train as train
+
+    res = chance_test(*embeddings)
+    assert not res.significant and res.testable
+    monkeypatch.setattr(train, "embed_cache", lambda *_a, **_k: embeddings)
+    result = {"history": [{"loss": 2.0}, {"loss": 1.0}], "model_dir": str(tmp_path / "model")}
+    with pytest.raises(train.TrainingCollapsed) as err:
+        train.check_collapse(None, None, None, alpha=0.01, out_dir=tmp_path, split="val", lr=1e-4, result=result)
+    msg = str(err.value)
+    assert f"{tmp_path}: {says}" in msg and never not in msg
+    assert f"t2a MRR {res.observed:.3f} vs chance {res.chance:.3f} over 6 clips" in msg
+    if res.observed > res.chance:
+        assert res.observed == pytest.approx((2 + 4 / 6) / 6) and res.p_value == pytest.approx(1 / 30)
+        assert "6 clips are too few" in msg

@@ -14,6 +14,11 @@ exact over all ``n!`` permutations when ``n! <= n_permutations + 1``, else Monte
 A collapsed model (constant embeddings) gives p = 1. The smallest attainable p is
 ``1 / n!`` (exact) or ``1 / (1 + n_permutations)``; when it is not below ``alpha`` (4 clips
 or fewer at alpha 0.01) no test can show learning, and the check is marked untestable.
+
+A failed test is named by what was measured (:meth:`ChanceTest.verdict`): "collapsed" only
+when the observed MRR is at or below chance; above chance but not significant, the model is
+"not distinguishable from chance on N clips", which on a small split says more about the
+split than about the training.
 """
 
 from __future__ import annotations
@@ -46,6 +51,21 @@ class ChanceTest:
     def significant(self) -> bool:
         """True when the observed MRR beats chance at level ``alpha``."""
         return self.testable and self.p_value < self.alpha
+
+    @property
+    def above_chance(self) -> bool:
+        """True when the observed MRR is above the chance level (significant or not)."""
+        return self.observed > self.chance + 1e-9
+
+    @property
+    def min_p_value(self) -> float:
+        """The smallest p-value this many clips and permutations can give."""
+        return 1 / self.n_permutations if self.exact else 1 / (1 + self.n_permutations)
+
+    def verdict(self) -> str:
+        """What a test that is not significant found: ``collapsed`` (at or below chance), or
+        ``not distinguishable from chance on N clips`` (above it, but not significantly)."""
+        return f"not distinguishable from chance on {self.n_clips} clips" if self.above_chance else "collapsed"
 
     def describe(self) -> str:
         """One line: statistic, chance level, p-value and level."""
@@ -111,6 +131,13 @@ def chance_test(audio: np.ndarray, text: np.ndarray, clip_index: np.ndarray, *, 
                       chance=sum(1 / k for k in range(1, n + 1)) / n, p_value=float(p), alpha=alpha,
                       n_clips=n, n_captions=int(len(idx)), n_permutations=int(len(perms)), exact=exact,
                       testable=min_p < alpha)
+
+
+def split_size_advice(test: ChanceTest, split: str) -> str:
+    """The advice for a model above chance whose test is not significant: a larger split."""
+    return (f"The model ranks the true clips above chance, but {test.n_clips} clips are too few to tell "
+            f"that from luck at alpha {test.alpha:g} (the smallest p-value they allow is "
+            f"{test.min_p_value:.3g}): validate on a larger {split} split, or relax collapse_alpha.")
 
 
 def collapse_advice(history: list[dict[str, float]], lr: float, split: str, *,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from clapcap.clap.collapse import ChanceTest, chance_test, collapse_advice
+from clapcap.clap.collapse import ChanceTest, chance_test, collapse_advice, split_size_advice
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.features import FeatureCache, cache_features
 from clapcap.clap.model import (
@@ -275,7 +275,9 @@ def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: floa
         The :class:`ChanceTest`, or None when ``alpha`` is 0.
 
     Raises:
-        TrainingCollapsed: naming the statistic, the chance level, the p-value and advice.
+        TrainingCollapsed: naming the statistic, the chance level, the p-value and advice;
+            "training collapsed" at or below chance, "training not distinguishable from
+            chance on N clips" above it (:meth:`~clapcap.clap.collapse.ChanceTest.verdict`).
     """
     marker = out_dir / COLLAPSED
     if alpha <= 0:
@@ -288,8 +290,10 @@ def check_collapse(model: Any, tokenizer: Any, val: FeatureCache, *, alpha: floa
                        test.n_clips, alpha, test.describe())
     elif not test.significant:
         write_json(marker, {**result, "collapse": asdict(test)})
-        advice = collapse_advice(result["history"], lr, split, chance_loss=chance_loss)
-        raise TrainingCollapsed(f"{out_dir}: training collapsed: on the {split} split, {test.describe()}. {advice} "
+        # Above chance but not significant: the split, not the training, is what to change.
+        advice = split_size_advice(test, split) if test.above_chance else collapse_advice(
+            result["history"], lr, split, chance_loss=chance_loss)
+        raise TrainingCollapsed(f"{out_dir}: training {test.verdict()}: on the {split} split, {test.describe()}. {advice} "
                                 f"The weights are in {result['model_dir']} and the run in {marker}, for inspection.")
     else:
         logger.info("%s: %s split beats chance: %s", out_dir, split, test.describe())
