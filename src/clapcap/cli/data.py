@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from clapcap.cli._common import add_command, add_group
+from clapcap.cli.fetch import add_fetch
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -48,3 +49,4 @@ def register(subparsers, name: str, help_text: str) -> None:
         p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
         if cmd != "prepare":
             p.add_argument("--report-dir", default="reports/data", help="where validation.{json,md} go")
+    add_fetch(group)
