@@ -38,3 +38,23 @@ def test_sigkill_during_checkpoint_write_loses_one_epoch_and_resumes_bit_for_bit
     assert _history(resumed) == _history(reference)
     weights = [(tmp_path / name / "model" / "model.safetensors").read_bytes() for name in ("killed", "reference")]
     assert weights[0] == weights[1]
+
+
+def test_sigkill_of_tracked_training_then_rerun_leaves_one_finished_run(
+        tiny_corpus, tmp_path, sigkill_at, one_torch_thread, monkeypatch):
+    import mlflow
+
+    from clapcap.tracked.clap import run_train_clap
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    params = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "tracked"), epochs=4, batch_size=8,
+                             warmup_steps=2, torch_threads=1, registered_model="t-sigkill-clap")
+    sigkill_at("tracked_clap", to_dict(params), at="checkpoint_write", n=3)  # its run is open, epochs 1-2 logged
+    run_train_clap(params, progress=False)
+
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name("clapcap-retrieval")
+    runs = client.search_runs([exp.experiment_id])
+    assert [(r.info.run_name.split("/")[1], r.info.status) for r in runs] == [("default_clap", "FINISHED")]
+    history = client.get_metric_history(runs[0].info.run_id, "train/loss")
+    assert sorted(m.step for m in history) == [1, 2, 3, 4]  # epochs 1-2 before the kill, 3-4 after

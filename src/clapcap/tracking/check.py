@@ -12,7 +12,10 @@
   search without its best trial's value), which the runs table cannot compare;
 - a captioning configuration whose training params or test metrics are not on its run;
 - seeds of one configuration (``.../seedN`` siblings) that are not child runs of one parent;
-- a run without the provenance tags.
+- a run without the provenance tags;
+- a stale RUNNING run: its recorded process (``clapcap.process``) is dead, or, with no such
+  record or a process on another host, it started more than ``stale_after_hours`` ago (a
+  kill -9 leaves its run RUNNING; the stage's rerun continues it, or end it KILLED).
 
 ``tools/check_mlflow_store.py`` runs it from the command line.
 """
@@ -20,15 +23,18 @@
 from __future__ import annotations
 
 import re
+import time
 from collections import defaultdict
 from typing import Any
 
+from clapcap.tracking.liveness import DEAD, PROCESS_TAG, UNKNOWN, process_state
 from clapcap.tracking.runs import GROUP_TAG, PROVENANCE_TAGS
 from clapcap.tracking.vocab import VocabularyError, check_key
 
 _SEED = re.compile(r"^(.*)/seed\d+$")
 _FAILED = ("FAILED", "KILLED")
 SYSTEM_PREFIX = "system/"  # mlflow.system_metrics' namespace (cpu_utilization_percentage, gpu_0_...)
+STALE_AFTER_HOURS = 24.0  # a RUNNING run whose process this host cannot see, older than this, is stale
 
 
 def _runs(client: Any) -> dict[str, list[Any]]:
@@ -97,14 +103,36 @@ def _parent_problems(exp: str, runs: list[Any]) -> list[str]:
             for r in runs if r.info.run_id in with_children and not r.data.metrics]
 
 
-def check_store(tracking_uri: str) -> list[str]:
-    """Every convention the store at ``tracking_uri`` breaks, one line each (empty: all good)."""
+def _stale_problem(exp: str, run: Any, stale_after_hours: float) -> list[str]:
+    """A RUNNING run whose process is dead, or unseen and older than ``stale_after_hours``."""
+    if run.info.status != "RUNNING":
+        return []
+    where = f"{exp}: run {run.info.run_name!r} ({run.info.run_id})"
+    record = run.data.tags.get(PROCESS_TAG)
+    state = process_state(record)
+    hours = (time.time() * 1000 - (run.info.start_time or 0)) / 3.6e6
+    if state == DEAD:
+        return [f"{where}: RUNNING, but its process ({record}) is gone: rerun its stage (which continues "
+                "it) or end it KILLED"]
+    if state == UNKNOWN and hours > stale_after_hours:
+        seen = "no process recorded" if record is None else f"process {record} not on this host"
+        return [f"{where}: RUNNING for {hours:.0f} h ({seen}, stale after {stale_after_hours:g} h): rerun its "
+                "stage or end it KILLED"]
+    return []
+
+
+def check_store(tracking_uri: str, *, stale_after_hours: float = STALE_AFTER_HOURS) -> list[str]:
+    """Every convention the store at ``tracking_uri`` breaks, one line each (empty: all good).
+
+    ``stale_after_hours``: how old a RUNNING run whose process cannot be checked (none
+    recorded, or another host's) may be before it counts as stale.
+    """
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri)
     problems: list[str] = []
     for exp, runs in _runs(client).items():
         for run in runs:
-            problems += _run_problems(exp, run)
+            problems += _run_problems(exp, run) + _stale_problem(exp, run, stale_after_hours)
         problems += _experiment_problems(exp, runs)
     return problems

@@ -15,6 +15,13 @@ Provenance tags on every run (docs/tracking.md, "Provenance"):
 
 Seed groups and searches: :func:`group_run` finds or creates the parent run of a group
 (by its name, across processes), and ``tracked(..., parent=run_id)`` nests a run under it.
+
+Runs a kill leaves behind: every run records its process (``clapcap.process``,
+:mod:`clapcap.tracking.liveness`). A process killed with SIGKILL leaves its run RUNNING; when
+:func:`tracked` opens a run of that name again, it continues the dead run of the same
+configuration (stage, params hash, data version) instead of opening a second one, and ends any
+other dead RUNNING run of that name KILLED. A run whose process is alive (a concurrent stage)
+or cannot be seen (another host) is left alone.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from clapcap.tracking.liveness import DEAD, PROCESS_TAG, process_state, process_tag
 from clapcap.utils.io import prepared_dataset_hash, sha256_file, sha256_json
 
 logger = logging.getLogger(__name__)
@@ -35,6 +43,7 @@ logger = logging.getLogger(__name__)
 PROVENANCE_TAGS = ("clapcap.stage", "clapcap.dvc_stage", "clapcap.git_commit", "clapcap.params_hash",
                    "clapcap.data_version")
 GROUP_TAG = "clapcap.group"
+CONFIGURATION_TAGS = ("clapcap.stage", "clapcap.params_hash", "clapcap.data_version")  # a rerun matches these
 NOT_DVC = "none"  # clapcap.dvc_stage of a run that no DVC stage runs
 
 
@@ -127,18 +136,56 @@ def tracked(stage: str, *, experiment: str, name: str, params: Mapping[str, Any]
 
     from clapcap.tracking import store as tracking
 
-    exp_id = tracking.open_store(tracking_uri or tracking.default_tracking_uri(), experiment)
+    uri = tracking_uri or tracking.default_tracking_uri()
+    exp_id = tracking.open_store(uri, experiment)
     prov = provenance(stage, params, dataset_dir=dataset_dir)
-    all_tags = {**prov, **(tags or {})}
+    all_tags = {**prov, **(tags or {}), PROCESS_TAG: process_tag()}
     if parent is not None:
         all_tags["mlflow.parentRunId"] = parent
     nested = mlflow.active_run() is not None
-    with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags, nested=nested,
-                          log_system_metrics=system_metrics) as run:
+    dead = reclaim_dead_run(uri, exp_id, name, prov)
+    if dead is not None:
+        mlflow.set_experiment(experiment_id=exp_id)  # MLflow reopens runs of the active experiment only
+    opened = mlflow.start_run(run_id=dead, tags=all_tags, nested=nested, log_system_metrics=system_metrics,
+                              **({} if dead else {"experiment_id": exp_id, "run_name": name}))
+    with opened as run:
         if params:
             tracking.log_params(params)
         log_inputs(dataset_dir=dataset_dir, dump=dump, data_version=prov["clapcap.data_version"])
         yield run
+
+
+def reclaim_dead_run(uri: str, exp_id: str, name: str, configuration: Mapping[str, str]) -> str | None:
+    """Settle the RUNNING runs named ``name`` in experiment ``exp_id`` whose process is dead (a
+    kill -9): the newest whose :data:`CONFIGURATION_TAGS` match ``configuration`` is claimed for
+    this process and its id returned, to be continued; every other one is ended KILLED. Runs of
+    live processes, and of processes this host cannot see, are left alone.
+
+    Returns:
+        The id of the run to continue, or None (open a new run).
+    """
+    import mlflow
+
+    from clapcap.tracking import store as tracking
+
+    client = mlflow.MlflowClient()
+    with tracking._store_lock(uri):  # two reruns at once do not both claim one dead run
+        running = client.search_runs([exp_id], filter_string="attributes.status = 'RUNNING'",
+                                     order_by=["attributes.start_time DESC"], max_results=1000)
+        claimed = None
+        for run in running:
+            if run.info.run_name != name or process_state(run.data.tags.get(PROCESS_TAG)) != DEAD:
+                continue
+            where = (f"run {run.info.run_id} ({name!r}, experiment {client.get_experiment(exp_id).name!r}) of "
+                     f"process {run.data.tags[PROCESS_TAG]}")
+            if claimed is None and all(run.data.tags.get(k) == configuration.get(k) for k in CONFIGURATION_TAGS):
+                claimed = run.info.run_id
+                client.set_tag(claimed, PROCESS_TAG, process_tag())
+                logger.warning("continuing %s, which died without ending it", where)
+            else:
+                client.set_terminated(run.info.run_id, status="KILLED")
+                logger.warning("ended %s KILLED: its process died without ending it", where)
+    return claimed
 
 
 def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, Any] | None = None,
@@ -161,7 +208,7 @@ def group_run(experiment: str, name: str, *, stage: str, params: Mapping[str, An
             return found[0].info.run_id
         prov = provenance(stage, params, dataset_dir=dataset_dir)
         client = mlflow.MlflowClient()
-        run = client.create_run(exp_id, run_name=name, tags={**prov, GROUP_TAG: name})
+        run = client.create_run(exp_id, run_name=name, tags={**prov, GROUP_TAG: name, PROCESS_TAG: process_tag()})
         flat = tracking.clean_params(params or {})
         for key, value in flat.items():
             client.log_param(run.info.run_id, key, value)
@@ -181,5 +228,6 @@ def resumed(run_id: str, *, experiment: str, tracking_uri: str | None = None) ->
     # MLflow refuses to reopen a run of an experiment other than the active one, which an
     # earlier stage in this process (or MLFLOW_EXPERIMENT_ID) may have set.
     mlflow.set_experiment(experiment_id=exp_id)
-    with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None) as run:
+    with mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None,
+                          tags={PROCESS_TAG: process_tag()}) as run:
         yield run
