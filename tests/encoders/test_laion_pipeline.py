@@ -20,8 +20,8 @@ from clapcap.encoders.config import IdentityParams
 from clapcap.encoders.crosscheck import run_checkpoint_identity
 p = IdentityParams(dataset_dir=sys.argv[1], split="train", max_clips=2, out_dir=sys.argv[2], hf_home=sys.argv[3])
 r = run_checkpoint_identity(p, progress=False)
-print(json.dumps({k: {kk: v[kk] for kk in ("verdict", "cross_pipeline_comparable", "similarity")}
-                  for k, v in r.items()}))
+print(json.dumps({k: {kk: r[k][kk] for kk in ("verdict", "cross_pipeline_comparable", "similarity")}
+                  for k in ("identity", "control")}))
 """
 
 
@@ -39,3 +39,5 @@ def test_laion_module_vs_converted_hf(tiny_corpus, tmp_path):
     report = json.loads((tmp_path / "identity.json").read_text())
     assert report["audio_cosine"]["min"] > 0.999 and report["text_cosine"]["min"] > 0.9999
     assert report["pipelines"] == ["laion_clap", "hf_transformers"]
+    assert (tmp_path / "laion_random.pt").is_file() and (tmp_path / "hf_converted" / "config.json").is_file()
+    assert json.loads((tmp_path / "identity_checkpoints.json").read_text())["verdict"].startswith("not run")

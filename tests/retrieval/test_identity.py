@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clapcap.data.dump import DumpError, EmbeddingDump, save_dump
-from clapcap.retrieval.identity import DIFFERENT, SAME, checkpoint_identity, identity_report
+from clapcap.retrieval.identity import DIFFERENT, NEAR, SAME, checkpoint_identity, identity_report
 
 
 def _dump(seed=0, n=12, per=3, dim=16, noise=0.0, base_seed=None, order=None):
@@ -103,3 +103,54 @@ def test_constant_embeddings_write_null_pearson_with_reason(tmp_path):
     sim = _strict_loads(out.read_text())["similarity"]
     assert sim["pearson"] is None and sim["pearson_reason"] == "undefined: constant similarities in A and B"
     assert sim["max_abs_diff"] == 0.0
+
+
+def _clustered(noise=0.0, n=8, per=2, dim=32, seed=0):
+    """Embeddings around one common direction, like a small random CLAP's: the caption x clip
+    similarities spread little, so a light perturbation moves their correlation well before
+    it moves any per-item cosine (noise 0.02: cosines >= 0.9996, similarity Pearson 0.969)."""
+    rng = np.random.default_rng(seed)
+    common = rng.normal(size=dim)
+    audio = common + 0.1 * rng.normal(size=(n, dim))
+    idx = np.repeat(np.arange(n), per)
+    text = common + 0.1 * rng.normal(size=(n * per, dim))
+    if noise:
+        r = np.random.default_rng(seed + 1)
+        audio, text = audio + noise * r.normal(size=audio.shape), text + noise * r.normal(size=text.shape)
+    return EmbeddingDump(audio.astype(np.float32), text.astype(np.float32), idx.astype(np.int64),
+                         [f"c{i}" for i in range(n)], [f"cap {j}" for j in range(n * per)], {})
+
+
+def test_verdict_uses_the_similarity_statistics():
+    """A light fine-tune passes every per-item cosine but not the similarity statistics: it is
+    near-identical, not the same checkpoint (it was "same checkpoint" at Pearson 0.97)."""
+    same = checkpoint_identity(_clustered(), _clustered())
+    assert same["verdict"] == SAME and same["cross_pipeline_comparable"] is True
+    near = checkpoint_identity(_clustered(), _clustered(noise=0.02))
+    assert min(near["audio_cosine"]["min"], near["text_cosine"]["min"]) > 0.999
+    assert 0.95 < near["similarity"]["pearson"] < 0.98 and near["similarity"]["max_abs_diff"] > 1e-3
+    assert near["verdict"] == NEAR and near["cross_pipeline_comparable"] is False
+    assert near["checks"] == {"cosines": True, "pearson": False, "max_abs_diff": False}
+    assert near["pearson_threshold"] == 0.999 and near["max_abs_diff_threshold"] == 1e-3
+    other = checkpoint_identity(_clustered(), _clustered(seed=5))
+    assert other["verdict"] == DIFFERENT and other["cross_pipeline_comparable"] is False
+    # Each statistic gates on its own.
+    loose = checkpoint_identity(_clustered(), _clustered(noise=0.02), pearson_threshold=0.9,
+                                max_abs_diff_threshold=0.01)
+    assert loose["verdict"] == SAME
+    assert checkpoint_identity(_clustered(), _clustered(noise=0.02), pearson_threshold=0.9)["verdict"] == NEAR
+    with pytest.raises(ValueError, match="pearson_threshold"):
+        checkpoint_identity(_clustered(), _clustered(), pearson_threshold=1.5)
+    with pytest.raises(ValueError, match="max_abs_diff_threshold"):
+        checkpoint_identity(_clustered(), _clustered(), max_abs_diff_threshold=-1)
+
+
+def test_cli_identity_thresholds(tmp_path, capsys):
+    from clapcap.cli import main
+
+    a, b = save_dump(_clustered(), tmp_path / "a.npz"), save_dump(_clustered(noise=0.02), tmp_path / "b.npz")
+    assert main(["retrieval", "identity", "--a", str(a), "--b", str(b), "--out", str(tmp_path / "n.json")]) == 0
+    assert json.loads((tmp_path / "n.json").read_text())["verdict"] == NEAR
+    assert main(["retrieval", "identity", "--a", str(a), "--b", str(b), "--out", str(tmp_path / "s.json"),
+                 "--pearson-threshold", "0.9", "--max-abs-diff-threshold", "0.01"]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["verdict"] == SAME

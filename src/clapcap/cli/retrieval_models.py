@@ -37,8 +37,10 @@ def _embed(args: argparse.Namespace) -> int:
 def _identity(args: argparse.Namespace) -> int:
     from clapcap.retrieval.identity import identity_report
 
-    report = identity_report(args.a, args.b, args.out, cos_threshold=args.cos_threshold)
-    summary = {k: report[k] for k in ("verdict", "cross_pipeline_comparable", "similarity")}
+    report = identity_report(args.a, args.b, args.out, cos_threshold=args.cos_threshold,
+                             pearson_threshold=args.pearson_threshold,
+                             max_abs_diff_threshold=args.max_abs_diff_threshold)
+    summary = {k: report[k] for k in ("verdict", "cross_pipeline_comparable", "similarity", "checks")}
     for key in ("audio_cosine", "text_cosine"):
         if key in report:
             summary[key] = {k: v for k, v in report[key].items() if k != "per_item"}
@@ -55,11 +57,12 @@ def _identity_check(args: argparse.Namespace) -> int:
         from clapcap.encoders.laion import prepare_laion_env
 
         prepare_laion_env(params.hf_home)
-    from clapcap.encoders.crosscheck import run_checkpoint_identity
+    from clapcap.encoders import crosscheck
 
-    reports = run_checkpoint_identity(params, compute=compute_of(args))
+    reports = crosscheck.run_checkpoint_identity(params, compute=compute_of(args))
     print(json.dumps({k: r["verdict"] for k, r in reports.items()}, indent=2))
-    return 0 if reports["identity"]["cross_pipeline_comparable"] else 1
+    crosscheck.check_identity_reports(reports, params)  # a failed expectation: one error line, exit 1
+    return 0
 
 
 def _train_clap(args: argparse.Namespace) -> int:
@@ -107,10 +110,14 @@ def register_commands(group: Any) -> None:
     p.add_argument("--b", required=True, help="dump B (.npz)")
     p.add_argument("--out", required=True, help="identity report (.json)")
     p.add_argument("--cos-threshold", type=float, default=0.99,
-                   help="'same checkpoint' when every clip and caption cosine is at least this, in (0, 1]")
+                   help="'same checkpoint' needs every clip and caption cosine at least this, in (0, 1]")
+    p.add_argument("--pearson-threshold", type=float, default=0.999,
+                   help="... and the similarity matrices' Pearson correlation at least this, in (0, 1]")
+    p.add_argument("--max-abs-diff-threshold", type=float, default=1e-3,
+                   help="... and their largest absolute difference at most this")
 
     p = add_command(group, "identity-check", _identity_check,
-                    "laion_clap vs converted HF on the same clips (params.yaml checkpoint_identity)")
+                    "laion_clap vs converted HF self-test, and your checkpoints (params.yaml checkpoint_identity)")
     p.add_argument("--params", default="params.yaml", help="parameter file with a checkpoint_identity section")
 
     p = add_command(group, "train-clap", _train_clap, "train the default CLAP (params.yaml train_clap)")

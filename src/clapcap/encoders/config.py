@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clapcap.encoders.base import EncoderConfig, PretrainedEncoderConfig
+from clapcap.retrieval.identity import check_thresholds
 
 
 @dataclass
@@ -65,8 +66,14 @@ class EmbedPretrainedParams:
 class IdentityParams:
     """Section ``checkpoint_identity``: embed the same clips with laion_clap and HF, compare.
 
-    ``laion_checkpoint`` empty = random laion weights (``seed``), converted to HF with
-    :func:`clapcap.encoders.convert.convert_laion_checkpoint` when ``hf_checkpoint`` is empty.
+    The conversion self-test always runs: random laion weights (``seed``) saved as
+    ``<out_dir>/laion_random.pt``, converted to ``<out_dir>/hf_converted`` with
+    :func:`clapcap.encoders.convert.convert_laion_checkpoint`, must embed the same; a
+    differently initialised control must not. ``laion_checkpoint`` (a laion_clap ``.pt``) and
+    optionally ``hf_checkpoint`` (a ``save_pretrained`` folder or a hub id; empty = clapcap's
+    conversion of ``laion_checkpoint``) add the comparison of the user's checkpoints, a
+    finding that fails the stage only with ``gate_identity``. The verdict thresholds are
+    :func:`clapcap.retrieval.identity.checkpoint_identity`'s.
     """
 
     dataset_dir: str = "data/corpus"
@@ -79,3 +86,17 @@ class IdentityParams:
     enable_fusion: bool = False
     seed: int = 0
     cos_threshold: float = 0.99
+    pearson_threshold: float = 0.999
+    max_abs_diff_threshold: float = 1e-3
+    gate_identity: bool = False
+
+    def __post_init__(self) -> None:
+        check_thresholds(cos_threshold=self.cos_threshold, pearson_threshold=self.pearson_threshold,
+                         max_abs_diff_threshold=self.max_abs_diff_threshold)
+        if self.hf_checkpoint and not self.laion_checkpoint:
+            raise ValueError("checkpoint_identity.hf_checkpoint: compared with laion_checkpoint, which is empty; "
+                             "set laion_checkpoint to a laion_clap .pt (e.g. 630k-audioset-fusion-best.pt with "
+                             "enable_fusion: true)")
+        if self.gate_identity and not self.laion_checkpoint:
+            raise ValueError("checkpoint_identity.gate_identity: gates the comparison of your checkpoints, "
+                             "but laion_checkpoint is empty (the self-test always gates)")
