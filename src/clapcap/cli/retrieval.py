@@ -62,6 +62,20 @@ def _parity(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else 1
 
 
+def _parity_report(args: argparse.Namespace) -> int:
+    from clapcap.errors import ClapcapError
+    from clapcap.retrieval.parity import run_parity_report
+
+    report = run_parity_report(args.dumps, args.out, identity_path=args.identity, tolerance=args.tolerance,
+                               gate_identity=args.gate_identity)
+    if report["failures"]:
+        raise ClapcapError(f"parity report: {len(report['failures'])} failure(s), first: {report['failures'][0]}; "
+                           f"see {args.out}")
+    print(f"parity report: metric parity passed on {report['metric_parity']['n_cells']} cell(s); identity: "
+          f"{report['checkpoint_identity']['verdict']} -> {args.out}")
+    return 0
+
+
 def _convert(args: argparse.Namespace) -> int:
     from clapcap.encoders.convert import convert_laion_checkpoint
 
@@ -129,6 +143,17 @@ def register(subparsers, name: str, help_text: str) -> None:
     p.add_argument("dumps", nargs="+", help="embedding dumps (.npz)")
     p.add_argument("--out", required=True, help="parity report JSON to write")
     p.add_argument("--tolerance", type=float, default=1e-9, help="largest allowed abs difference")
+
+    p = add_command(group, "parity-report", _parity_report,
+                    "the reference's parity report: metric parity per dump plus a checkpoint-identity finding")
+    p.add_argument("dumps", nargs="+", help="embedding dumps (.npz), one cell each")
+    p.add_argument("--identity", default=None,
+                   help="identity report (identity_checkpoints.json or `retrieval identity` output); "
+                        "default: none, recorded as not run")
+    p.add_argument("--out", required=True, help="report JSON to write")
+    p.add_argument("--tolerance", type=float, default=1e-9, help="largest allowed abs difference")
+    p.add_argument("--gate-identity", action="store_true",
+                   help="count an identity verdict other than 'same checkpoint' as a failure (exit 1)")
 
     p = add_command(group, "compare", _compare, "paired bootstrap test of two dumps of the same queries")
     p.add_argument("a", help="dump A (.npz)")

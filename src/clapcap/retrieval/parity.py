@@ -8,6 +8,18 @@ passes when every absolute difference is at most ``tolerance``. Report schema (J
                 "rows": [{"direction", "metric", "harness", "independent", "abs_delta"}]}],
      "n_cells", "cells_with_multi_positive_ap", "tolerance", "worst_abs_delta", "passed",
      "failures": ["<source> <direction> <metric>: ..."]}
+
+:func:`run_parity_report` wraps it in the reference report's envelope
+(``../shared/reference/metric_parity_example.json``) with a checkpoint-identity finding::
+
+    {"metric_parity": {<the report above without "failures">},
+     "checkpoint_identity": {"fixture", "n", "hf_checkpoint", "control",
+                             "audio_embedding_cosine_per_clip", "text_embedding_cosine_per_clip",
+                             "similarity_matrix_correlation", "similarity_matrix_max_abs_diff", "verdict"},
+     "metric_parity_passed", "cross_pipeline_comparable", "failures"}
+
+``failures`` are the metric-parity failures, plus the identity verdict only when identity is
+asked to gate: "different checkpoints" is a finding, not a failure.
 """
 
 from __future__ import annotations
@@ -20,9 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from clapcap.data.dump import EmbeddingDump, dump_labels, load_dump
+from clapcap.errors import InputError
 from clapcap.retrieval import metrics as harness
+from clapcap.retrieval.identity import SAME
 from clapcap.retrieval.independent import independent_metrics
-from clapcap.utils.io import write_json
+from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +101,14 @@ def parity_report(dumps: Sequence[tuple[str, EmbeddingDump]], *,
             "passed": not failures, "failures": failures}
 
 
+def _load_dumps(dump_paths: Sequence[str | Path]) -> list[tuple[str, EmbeddingDump]]:
+    """``(source, dump)`` pairs. A cell is named by its file name, or by the path after the dumps'
+    common folder when file names repeat (data/embeddings/<encoder>/<dataset>/test.npz)."""
+    names = [Path(p).name for p in dump_paths]
+    sources = names if len(set(names)) == len(names) else [f"{x}.npz" for x in dump_labels(dump_paths)]
+    return [(src, load_dump(p)) for src, p in zip(sources, dump_paths, strict=True)]
+
+
 def run_parity(dump_paths: Sequence[str | Path], out_path: str | Path,
                tolerance: float = DEFAULT_TOLERANCE) -> dict:
     """Load dumps, build the parity report and write it atomically to ``out_path``.
@@ -97,12 +119,7 @@ def run_parity(dump_paths: Sequence[str | Path], out_path: str | Path,
     Raises:
         FileNotFoundError / DumpError: for a missing or invalid dump.
     """
-    # A cell is named by its file name, or by the path after the dumps' common folder when
-    # file names repeat (data/embeddings/<encoder>/<dataset>/test.npz).
-    names = [Path(p).name for p in dump_paths]
-    sources = names if len(set(names)) == len(names) else [f"{x}.npz" for x in dump_labels(dump_paths)]
-    dumps = [(src, load_dump(p)) for src, p in zip(sources, dump_paths, strict=True)]
-    report = parity_report(dumps, tolerance=tolerance)
+    report = parity_report(_load_dumps(dump_paths), tolerance=tolerance)
     write_json(out_path, report)
     level = logging.INFO if report["passed"] else logging.ERROR
     logger.log(level, "metric parity %s: %d cell(s), worst abs delta %.3g (tolerance %g)",
@@ -110,4 +127,83 @@ def run_parity(dump_paths: Sequence[str | Path], out_path: str | Path,
                report["worst_abs_delta"], tolerance)
     for failure in report["failures"]:
         logger.error("parity failure: %s", failure)
+    return report
+
+
+NO_IDENTITY = "not run: no identity report given"
+
+
+def _per_clip_text(per_item: dict[str, float]) -> list[float]:
+    """Mean text cosine of each clip's captions (keys ``<clip id>#<caption row>``), in clip order."""
+    by_clip: dict[str, list[float]] = {}
+    for key, value in per_item.items():
+        by_clip.setdefault(key.rsplit("#", 1)[0], []).append(value)
+    return [math.fsum(v) / len(v) for v in by_clip.values()]
+
+
+def reference_identity(report: dict | None) -> dict:
+    """The reference report's ``checkpoint_identity`` block from an identity report
+    (:func:`clapcap.retrieval.identity.identity_report`, or the stage's "not run" record)."""
+    report = report or {"verdict": NO_IDENTITY}
+    pipelines = report.get("pipelines") or [None, None]
+    checkpoints = report.get("checkpoints") or [None, None]
+    hf = pipelines.index("hf_transformers") if "hf_transformers" in pipelines else 1
+    other = 1 - hf
+    control = None
+    if checkpoints[other] is not None:
+        fusion = f" (enable_fusion={report['enable_fusion']})" if "enable_fusion" in report else ""
+        control = f"{pipelines[other] or 'dump'} {checkpoints[other]}{fusion}"
+    sim = report.get("similarity", {})
+    return {"fixture": report.get("dataset"), "n": report.get("n_clips", 0), "hf_checkpoint": checkpoints[hf],
+            "control": control,
+            "audio_embedding_cosine_per_clip": list(report.get("audio_cosine", {}).get("per_item", {}).values()),
+            "text_embedding_cosine_per_clip": _per_clip_text(report.get("text_cosine", {}).get("per_item", {})),
+            "similarity_matrix_correlation": sim.get("pearson"),
+            "similarity_matrix_max_abs_diff": sim.get("max_abs_diff"), "verdict": report["verdict"]}
+
+
+def parity_envelope(parity: dict, identity: dict | None, *, gate_identity: bool = False) -> dict:
+    """The reference's envelope around a :func:`parity_report` and an identity report.
+
+    ``cross_pipeline_comparable`` comes from identity; ``failures`` holds the metric-parity
+    failures, and the identity verdict only when ``gate_identity`` (or the identity report's
+    own ``gated``, the stage's ``gate_identity``) asks for it and it is not "same checkpoint".
+    """
+    block = reference_identity(identity)
+    failures = list(parity["failures"])
+    if (gate_identity or (identity or {}).get("gated")) and block["verdict"] != SAME:
+        failures.append(f"checkpoint identity (gated): {block['verdict']}")
+    return {"metric_parity": {k: v for k, v in parity.items() if k != "failures"},
+            "checkpoint_identity": block, "metric_parity_passed": bool(parity["passed"]),
+            "cross_pipeline_comparable": bool((identity or {}).get("cross_pipeline_comparable", False)),
+            "failures": failures}
+
+
+def _read_identity(path: str | Path) -> dict:
+    report = read_json(path)
+    if not isinstance(report, dict) or not isinstance(report.get("verdict"), str):
+        raise InputError(f"{path}: not an identity report (expected a JSON object with a \"verdict\", as "
+                         "`clapcap retrieval identity` and the checkpoint_identity stage write)")
+    return report
+
+
+def run_parity_report(dump_paths: Sequence[str | Path], out_path: str | Path, *,
+                      identity_path: str | Path | None = None, tolerance: float = DEFAULT_TOLERANCE,
+                      gate_identity: bool = False) -> dict:
+    """Build the reference-format parity report (module docstring) and write it atomically.
+
+    Returns:
+        The report; it passes when ``report["failures"]`` is empty.
+
+    Raises:
+        FileNotFoundError / DumpError: for a missing or invalid dump.
+        InputError: when ``identity_path`` is not an identity report.
+    """
+    identity = _read_identity(identity_path) if identity_path is not None else None
+    report = parity_envelope(parity_report(_load_dumps(dump_paths), tolerance=tolerance), identity,
+                             gate_identity=gate_identity)
+    write_json(out_path, report)
+    logger.info("parity report: metric parity %s, identity %r, %d failure(s) -> %s",
+                "passed" if report["metric_parity_passed"] else "FAILED",
+                report["checkpoint_identity"]["verdict"], len(report["failures"]), out_path)
     return report
