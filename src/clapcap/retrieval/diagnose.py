@@ -31,6 +31,7 @@ from typing import Any
 from clapcap.data.dump import EmbeddingDump, load_dump
 from clapcap.errors import InputError
 from clapcap.retrieval import metrics as harness
+from clapcap.retrieval.parity import captions_per_clip
 from clapcap.utils.io import write_json
 
 logger = logging.getLogger(__name__)
@@ -81,16 +82,12 @@ def dataset_of(dump: EmbeddingDump, given: str | None) -> str:
     return found[0]
 
 
-def _captions_per_clip(dump: EmbeddingDump) -> float:
-    return round(dump.n_captions / dump.n_clips, 3)
-
-
 def check_causes(dump: EmbeddingDump, known: dict[str, Any], *, laion_compatible: bool) -> list[Cause]:
     """Each usual cause of a mismatch, checked against ``known``."""
     meta, prep = dump.meta, dump.meta.get("preprocessing", {}) or {}
     ck, kck = meta.get("checkpoint"), known.get("checkpoint")
     rev = meta.get("checkpoint_revision") or meta.get("checkpoint_sha256")
-    cpc, kcpc = _captions_per_clip(dump), known.get("captions_per_clip")
+    cpc, kcpc = captions_per_clip(dump), known.get("captions_per_clip")
     window = prep.get("window_samples")
     tok = str(meta.get("tokenizer", ""))
     return [

@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOLERANCE = 1e-9
 
 
-def _captions_per_clip(dump: EmbeddingDump) -> int | float:
+def captions_per_clip(dump: EmbeddingDump) -> int | float:
     counts = np.bincount(np.asarray(dump.caption_clip_index), minlength=dump.n_clips)
     # An int when every clip has the same number of captions, else the mean.
     return int(counts[0]) if (counts == counts[0]).all() else float(counts.mean())
@@ -74,7 +74,7 @@ def parity_cell(dump: EmbeddingDump, source: str, *, tolerance: float = DEFAULT_
                          "independent": b, "abs_delta": _delta(a, b)})
     worst = max(r["abs_delta"] for r in rows)
     return {"source": source, "n_clips": dump.n_clips, "n_captions": dump.n_captions,
-            "captions_per_clip": _captions_per_clip(dump), "multi_positive": ours["multi_positive"],
+            "captions_per_clip": captions_per_clip(dump), "multi_positive": ours["multi_positive"],
             "worst_abs_delta": worst, "passed": bool(worst <= tolerance), "rows": rows}
 
 

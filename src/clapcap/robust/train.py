@@ -128,7 +128,7 @@ _UNTRACKED = ("track", "experiment", "out_dir", "collapse_alpha", "paraphrase_di
               "feature_cache", "text_store", "eval_every")
 
 
-def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> str:
+def run_signature(params: RobustTrainParams, compute: Compute | None = None, *, base: Any = None) -> str:
     """Hash of what decides the fine-tuned weights: the params and the content of the
     paraphrase manifest and of the base model's files. A checkpoint with another signature
     is not resumed (the checkpoint folder outlives reruns: it is a persistent DVC output).
@@ -146,7 +146,7 @@ def run_signature(params: RobustTrainParams, compute: Compute | None = None) -> 
     if compute is not None and compute.precision != "fp32":
         tracked["precision"] = compute.precision
     digest = hashlib.sha1(json.dumps(tracked, sort_keys=True, default=str).encode())
-    base = _base(params).path
+    base = (base or _base(params)).path  # the resolved base, when the caller has it
     for path in [Path(params.paraphrase_dir) / "manifest.csv", *sorted(base.iterdir() if base.is_dir() else [])]:
         if path.is_file():
             digest.update(path.name.encode())
@@ -160,8 +160,8 @@ def _base(params: RobustTrainParams) -> Any:
     return resolve_base_clap(params.base_model, revision=params.base_revision, section="robust_train")
 
 
-def _load_base(params: RobustTrainParams) -> tuple[Any, Any, Any, dict[str, Any]]:
-    model, tokenizer, fe, sidecar = load_clap(_base(params).path)
+def _load_base(params: RobustTrainParams, base: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+    model, tokenizer, fe, sidecar = load_clap(base.path)
     if params.freeze_audio:
         for p in model.audio_model.parameters():
             p.requires_grad_(False)
@@ -197,7 +197,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         known = {f.name for f in fields(RobustTrainResult)}  # a file of an older build may hold more
         return RobustTrainResult(**{**{k: v for k, v in read_json(result_path).items() if k in known},
                                     "skipped": True})
-    model, tokenizer, fe, sidecar = _load_base(params)
+    base = _base(params)  # resolved once: a folder's weights are hashed for its record
+    model, tokenizer, fe, sidecar = _load_base(params, base)
     torch.manual_seed(params.seed)  # new token rows (resize_token_embeddings) and dropout
     prep = ClapPreprocessing(fusion=bool(model.config.audio_config.enable_fusion), crop="head",
                              mel_floor_db=sidecar.get("mel_floor_db"))
@@ -229,7 +230,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
                       weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
                       loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
                       eval_every=params.eval_every,
-                      on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute),
+                      on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute, base=base),
                       compute=compute, param_groups=groups)
     final = history[-1]
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
@@ -237,7 +238,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
     result = RobustTrainResult(
         model_dir=str(model_dir), result_path=str(result_path), base_model=params.base_model, history=history,
         val={k: v for k, v in final.items() if k != "epoch"}, n_train_clips=int(len(clips)),
-        added_words=added, base_checkpoint=_base(params).record())
+        added_words=added, base_checkpoint=base.record())
     check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
                    lr=params.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
     write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
