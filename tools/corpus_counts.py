@@ -5,9 +5,13 @@ Usage::
 
     python tools/corpus_counts.py UNPACKED   # UNPACKED/<package>/ = `dpkg-deb -x <package>.deb`
 
-Expects ``tuxpaint-stamps-default``, ``hydrogen-drumkits``, ``ufoai-sound``, ``hedgewars-data``,
-``asterisk-core-sounds-en-wav``, ``asterisk-core-sounds-en`` and, for two example renders,
-``fluid-soundfont-gm`` and ``timgm6mb-soundfont``; a missing package is reported and skipped.
+Expects ``tuxpaint-stamps-default``, ``hydrogen-drumkits``, ``hydrogen-drumkits-effects``,
+``ufoai-sound``, ``hedgewars-data``, ``0ad-data`` (only ``public.zip`` and its doc folder need be
+extracted), ``openarena-data``, ``megaglest-data``, ``sonic-pi-samples``, ``lmms-common``,
+``asterisk-core-sounds-en-wav``, ``asterisk-core-sounds-en`` and, for example renders,
+``fluid-soundfont-gm``, ``timgm6mb-soundfont``, ``musescore-general-soundfont`` and
+``avldrums.lv2-soundfont``; a missing package is reported and skipped. Last, the number of
+package (non-render) clips the corpus can hold with speech capped at 30 %.
 """
 
 from __future__ import annotations
@@ -22,16 +26,44 @@ from clapcap.data.corpus import (
     asterisk_clips,
     hedgewars_clips,
     hydrogen_clips,
+    lmms_clips,
+    megaglest_clips,
+    musescore_programs,
+    openarena_clips,
+    render_kit,
     render_program,
+    sonic_pi_clips,
     tuxpaint_clips,
     ufoai_clips,
+    zero_ad_clips,
 )
+
+SPEECH_CAP = 0.30
+
+
+def _musescore(d: Path) -> list:
+    root = d / "musescore-general-soundfont"
+    sf3 = "usr/share/sounds/sf3/MuseScore_General_Full.sf3"
+    return [c.record for p in musescore_programs(root)
+            for c in render_program(root, "musescore-general-soundfont", sf3, p, notes=[48, 72], velocities=[80])]
+
+
+def _avldrums(d: Path) -> list:
+    root = d / "avldrums.lv2-soundfont"
+    return [c.record for kit in ("Red_Zeppelin_4_LV2.sf2", "Black_Pearl_4_LV2.sf2")
+            for c in render_kit(root, "avldrums.lv2-soundfont", f"usr/share/sounds/sf2/{kit}", velocities=[30, 70, 110])]
 
 READERS = {
     "tuxpaint-stamps-default": lambda d: tuxpaint_clips(d / "tuxpaint-stamps-default"),
     "hydrogen-drumkits": lambda d: hydrogen_clips(d / "hydrogen-drumkits"),
+    "hydrogen-drumkits-effects": lambda d: hydrogen_clips(d / "hydrogen-drumkits-effects", "hydrogen-drumkits-effects"),
     "ufoai-sound": lambda d: ufoai_clips(d / "ufoai-sound"),
     "hedgewars-data": lambda d: hedgewars_clips(d / "hedgewars-data"),
+    "0ad-data": lambda d: zero_ad_clips(d / "0ad-data"),
+    "openarena-data": lambda d: openarena_clips(d / "openarena-data"),
+    "megaglest-data": lambda d: megaglest_clips(d / "megaglest-data"),
+    "sonic-pi-samples": lambda d: sonic_pi_clips(d / "sonic-pi-samples"),
+    "lmms-common": lambda d: lmms_clips(d / "lmms-common"),
     "asterisk-core-sounds-en-wav": lambda d: asterisk_clips(d / "asterisk-core-sounds-en-wav",
                                                             d / "asterisk-core-sounds-en"),
     "fluid-soundfont-gm": lambda d: [c.record for c in render_program(
@@ -40,6 +72,8 @@ READERS = {
     "timgm6mb-soundfont": lambda d: [c.record for c in render_program(
         d / "timgm6mb-soundfont", "timgm6mb-soundfont", "usr/share/sounds/sf2/TimGM6mb.sf2", 0,
         notes=[36, 60, 84], velocities=[40, 110])],
+    "musescore-general-soundfont": _musescore,
+    "avldrums.lv2-soundfont": _avldrums,
 }
 
 
@@ -49,6 +83,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     total: collections.Counter[str] = collections.Counter()
+    packaged: collections.Counter[str] = collections.Counter()
     for name, read in READERS.items():
         if not (args.unpacked / name).is_dir():
             print(f"{name}: not unpacked, skipped")
@@ -61,7 +96,12 @@ def main() -> None:
         print(f"{name}: {len(records)} clips {dict(families)} in {groups} groups, licences {dict(licences)}, "
               f"renders {sum(r.is_render for r in records)}, {time.perf_counter() - start:.1f} s")
         total.update(families)
+        packaged.update(r.family for r in records if not r.is_render)
     print(f"total: {sum(total.values())} clips {dict(total)}")
+    other = sum(n for f, n in packaged.items() if f != "speech")
+    speech = min(packaged["speech"], int(other * SPEECH_CAP / (1 - SPEECH_CAP)))
+    print(f"package clips: {other} non-speech; with speech capped at {SPEECH_CAP:.0%}: {other + speech} "
+          f"({speech} speech); renders needed for 8,000: {max(0, 8000 - other - speech)}")
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ def _name(text: str) -> bytes:
     return text.encode()[:19].ljust(20, b"\0")
 
 
-def tiny_sf2(*, program: int = 73, bank: int = 0, rate: int = 22050, pitch: int = 69) -> bytes:
-    """An sf2 with preset ``bank:program`` playing a looped sine recorded at MIDI ``pitch``."""
+def tiny_sf2(*, program: int = 73, bank: int = 0, rate: int = 22050, pitch: int = 69, sample: str = "sine") -> bytes:
+    """An sf2 with preset ``bank:program`` playing a looped sine recorded at MIDI ``pitch``, its
+    sample named ``sample``."""
     period = rate / 440.0 * 2 ** ((pitch - 69) / 12)
     n = int(round(period * 50))
     wave = (0.5 * 32767 * np.sin(2 * np.pi * np.arange(n) / period)).astype("<i2")
@@ -39,7 +40,7 @@ def tiny_sf2(*, program: int = 73, bank: int = 0, rate: int = 22050, pitch: int 
     igen = (struct.pack("<Hh", 54, 1)  # sampleModes: loop
             + struct.pack("<HH", 53, 0)  # sampleID 0
             + struct.pack("<HH", 0, 0))
-    shdr = (_name("sine") + struct.pack("<IIIIIBbHH", 0, n, 0, n, rate, pitch, 0, 0, 1)
+    shdr = (_name(sample) + struct.pack("<IIIIIBbHH", 0, n, 0, n, rate, pitch, 0, 0, 1)
             + _name("EOS") + struct.pack("<IIIIIBbHH", 0, 0, 0, 0, 0, 0, 0, 0, 0))
     pdta = _list(b"pdta", _chunk(b"phdr", phdr), _chunk(b"pbag", pbag), _chunk(b"pmod", b"\0" * 10),
                  _chunk(b"pgen", pgen), _chunk(b"inst", inst), _chunk(b"ibag", ibag),

@@ -1,4 +1,5 @@
-"""Debian ``hydrogen-drumkits``: the drum hits each kit's ``drumkit.xml`` names.
+"""Debian ``hydrogen-drumkits`` (and ``hydrogen-drumkits-effects``): the drum hits (and guitar
+strums) each kit's ``drumkit.xml`` names.
 
 A kit is a folder ``usr/share/hydrogen/data/drumkits/<kit>/`` with ``drumkit.xml``: each
 ``<instrument>`` has a ``<name>`` and either ``<layer>`` elements (``<filename>``, velocity
@@ -14,6 +15,12 @@ rest split into words (at spaces, punctuation, case and digit changes; ``bassdru
 the instrument has several layers), and ``the sound of P``. Labels: the drum. Group: the
 kit. The DEP-5 path is ``drumkits/<archive>.h2drumkit`` (the kit folder, but
 :data:`KIT_ARCHIVES`).
+
+Strums (:data:`STRUM_KITS`, the kit ``belofilms.com - AC-Guitar-Strums``): an instrument named by
+a chord (``A#min7b5  \\ B7``: root, ``#``/``b``, ``major``/``minor``/``min``/``m``, optional
+``7b5``; the rest, slide mark and key position, is not used) gives ``I strumming a C chord`` and
+``a strummed C chord`` with ``I`` the kit's instrument and ``C`` the chord spelled out (``an A
+sharp minor seven flat five chord``); family ``instruments``. Other instruments there are left out.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ KITS = "usr/share/hydrogen/data/drumkits"
 # Kit folders whose archive (the DEP-5 Files: name) has another name.
 KIT_ARCHIVES = {"circAfrique v4": "circAfrique"}
 SPLITS = {"bassdrum": ["bass", "drum"], "hihat": ["hi", "hat"], "tomhi": ["tom", "hi"],
-          "semiopen": ["semi", "open"], "waterglasshi": ["waterglass", "hi"], "waterglasslo": ["waterglass", "lo"]}
+          "semiopen": ["semi", "open"], "sidestick": ["side", "stick"], "waterglasshi": ["waterglass", "hi"], "waterglasslo": ["waterglass", "lo"]}
 # Single-word instruments: word -> (phrase, label, struck: the caption says "hit").
 SIMPLE = {
     "cowbell": ("a cowbell", "cowbell", True), "tambourine": ("a tambourine", "tambourine", True),
@@ -44,9 +51,12 @@ SIMPLE = {
     "waterglass": ("a water glass", "glass", True), "snaps": ("finger snaps", "finger snap", False),
     "clap": ("a hand clap", "clap", False), "china": ("a china cymbal", "cymbal", True),
     "splash": ("a splash cymbal", "cymbal", True), "cymbal": ("a cymbal", "cymbal", True),
-    "drum": ("a drum", "drum", True),
+    "drum": ("a drum", "drum", True), "tabla": ("a tabla", "tabla", True), "shaker": ("a shaker", "shaker", False),
 }
 DUNUN = {"sangban", "dununba", "kenkeni"}
+# Kit folder -> the instrument its name says it holds (``AC-Guitar-Strums``).
+STRUM_KITS = {"belofilms_GuitarStrums": "an acoustic guitar"}
+CHORD = re.compile(r"^\**([A-G])([#b]?)(major|minor|min|m)(7b5)?$")
 
 
 def name_words(name: str) -> list[str]:
@@ -85,7 +95,7 @@ def drum_phrase(words: list[str]) -> tuple[str, str, bool] | None:
         return _hat(ws)
     if ws & {"kick", "bd"} or {"bass", "drum"} <= ws:
         return "a kick drum", "kick drum", True
-    if "snare" in ws:
+    if ws & {"snare", "sn"}:
         kind = "rimshot" if "rimshot" in ws else "roll" if "roll" in ws else ""
         return (f"a snare drum {kind}".strip(), "snare drum", kind != "roll")
     if ws & {"stick", "rim"}:
@@ -107,6 +117,25 @@ def drum_phrase(words: list[str]) -> tuple[str, str, bool] | None:
             return (_pitched(phrase.split(" ", 1)[1], ws) if word in ("bongo", "woodblock", "waterglass")
                     else phrase), label, struck
     return None
+
+
+def chord_phrase(name: str) -> str | None:
+    """``a C major chord`` for an instrument named ``Cmajor  / C1-F5-G4``, or None."""
+    match = CHORD.match(name.split()[0]) if name.split() else None
+    if match is None:
+        return None
+    root, accidental, quality, seventh = match.groups()
+    sign = {"#": " sharp", "b": " flat", "": ""}[accidental]
+    words = f"{root}{sign} {'major' if quality == 'major' else 'minor'}{' seven flat five' if seventh else ''}"
+    return f"{'an' if root in 'AEF' else 'a'} {words} chord"
+
+
+def _strum(name: str, instrument: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    chord = chord_phrase(name)
+    if chord is None:
+        return None
+    label = instrument.split(" ", 1)[1]
+    return (f"{instrument} strumming {chord}", f"a strummed {chord.split(' ', 1)[1]}"), (label, "chord")
 
 
 def _tag(element: ET.Element) -> str:
@@ -134,7 +163,8 @@ def _captions(phrase: str, struck: bool, lo: float, hi: float, n_layers: int) ->
     return (f"{shown} hit" if struck else shown, f"the sound of {phrase}")
 
 
-def kit_clips(root: Path, kit_dir: Path, licences: Licences, version: str) -> list[ClipRecord]:
+def kit_clips(root: Path, kit_dir: Path, licences: Licences, version: str,
+              package: str = PACKAGE) -> list[ClipRecord]:
     """The clips of one kit folder."""
     xml_path = kit_dir / "drumkit.xml"
     try:
@@ -144,30 +174,40 @@ def kit_clips(root: Path, kit_dir: Path, licences: Licences, version: str) -> li
     archive = KIT_ARCHIVES.get(kit_dir.name, kit_dir.name)
     lic = licences.of(f"drumkits/{archive}.h2drumkit")
     out, seen = [], set()
+    strummed = STRUM_KITS.get(kit_dir.name)
     for instrument in (e for e in tree.getroot().iter() if _tag(e) == "instrument"):
-        rule = drum_phrase(name_words(_child(instrument, "name") or ""))
+        name = _child(instrument, "name") or ""
         layers = _layers(instrument)
+        if strummed is not None:
+            strum = _strum(name, strummed)
+            rule = None if strum is None else (strum, "instruments")
+        else:
+            drum = drum_phrase(name_words(name))
+            rule = None if drum is None else (((drum[0], drum[2]), (drum[1],)), "drums")
         if rule is None:
             continue
+        (what, labels), family = rule
         for filename, lo, hi in layers:
             path = kit_dir / filename
             if filename in seen or not path.is_file():
                 continue
             seen.add(filename)
-            out.append(ClipRecord(package=PACKAGE, version=version, path=path.relative_to(root).as_posix(),
-                                  member=None, captions=_captions(rule[0], rule[2], lo, hi, len(layers)),
-                                  labels=(rule[1],), family="drums", group=f"{PACKAGE}/{kit_dir.name}",
+            captions = what if family == "instruments" else _captions(*what, lo, hi, len(layers))
+            out.append(ClipRecord(package=package, version=version, path=path.relative_to(root).as_posix(),
+                                  member=None, captions=captions, labels=labels, family=family,
+                                  group=f"{package}/{kit_dir.name}",
                                   licence=lic[0], copyright=lic[1], sha256=sha256(path.read_bytes())))
     return out
 
 
-def hydrogen_clips(root: Path) -> list[ClipRecord]:
-    """The drum hits of every kit of the unpacked package at ``root`` (module rule)."""
+def hydrogen_clips(root: Path, package: str = PACKAGE) -> list[ClipRecord]:
+    """The drum hits (and strums) of every kit of the unpacked ``package`` at ``root`` (module
+    rule): ``hydrogen-drumkits`` or ``hydrogen-drumkits-effects``."""
     root = Path(root)
-    licences, version = Licences(root, PACKAGE), package_version(root, PACKAGE)
+    licences, version = Licences(root, package), package_version(root, package)
     out: list[ClipRecord] = []
     for kit_dir in sorted(p.parent for p in (root / KITS).glob("*/drumkit.xml")):
-        clips = kit_clips(root, kit_dir, licences, version)
-        logger.info("%s: kit %s: %d hits", PACKAGE, kit_dir.name, len(clips))
+        clips = kit_clips(root, kit_dir, licences, version, package)
+        logger.info("%s: kit %s: %d clips", package, kit_dir.name, len(clips))
         out += clips
     return out

@@ -102,6 +102,11 @@ FIXED_NOTICES: dict[str, FixedNotice] = {
     "fluid-soundfont-gm": FixedNotice(
         "MIT", "2000-2002, 2008 Frank Wen; 2008 Toby Smithe",
         ("Frank Wen", "I hereby release Fluid under the MIT license")),
+    # "MuseScore_General_HQ SoundFont (MIT, parts PD or CC0)", a fork of Fluid (R3) Mono (MIT)
+    "musescore-general-soundfont": FixedNotice(
+        "MIT", "2018-2021 S. Christian Collins; 2014-2017 Michael Cowgill; 2000-2002, 2008 Frank Wen",
+        ("MuseScore_General_HQ SoundFont (MIT, parts PD or CC0)", "Adaptation for MuseScore_General Copyright",
+         "Permission is hereby granted, free of charge")),
 }
 
 

@@ -16,8 +16,11 @@ Labels: the instrument (without its article). Group: the soundfont. Every render
 
 from __future__ import annotations
 
+import csv
+import gzip
 import io
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +53,7 @@ _ETHNIC = ("a sitar", "a banjo", "a shamisen", "a koto", "a kalimba", "a bagpipe
 # GM program (0-based) -> the instrument's phrase, for the programs the rule renders.
 GM_INSTRUMENTS: dict[int, str] = {p: name for p, name in enumerate(_NAMES) if name is not None}
 GM_INSTRUMENTS.update({104 + i: name for i, name in enumerate(_ETHNIC)})
+MUSESCORE_SOURCES = "usr/share/doc/musescore-general-soundfont/MuseScore_General_HQ_Sample_Sources.csv.gz"
 NOTE_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B")
 
 
@@ -100,6 +104,54 @@ def _wav(audio: np.ndarray, sample_rate: int) -> bytes:
     return buffer.getvalue()
 
 
+def play_note(synth, path: Path, note: int, velocity: int, *, seconds: float, tail_s: float,
+              sample_rate: int) -> bytes:
+    """One note on channel 0 of ``synth`` (its preset already selected): held ``seconds``, then
+    ``tail_s`` of release, mixed to mono and peak-limited to 1; 16-bit WAV bytes.
+
+    Raises:
+        InputError: when the note renders silence.
+    """
+    synth.noteon(0, note, velocity)
+    held = np.frombuffer(synth.generate(int(seconds * sample_rate)), dtype=np.float32).copy()
+    synth.noteoff(0, note)
+    tail = np.frombuffer(synth.generate(int(tail_s * sample_rate)), dtype=np.float32).copy()
+    synth.sounds_off()
+    audio = np.concatenate([held, tail]).reshape(-1, 2).mean(axis=1)  # (T,) mono
+    peak = float(np.abs(audio).max())
+    if peak < 1e-4:
+        raise InputError(f"{path}: note {note} velocity {velocity} renders silence")
+    if peak > 1.0:
+        audio = audio / peak
+    return _wav(audio, sample_rate)
+
+
+def musescore_programs(root: Path, sources: str = MUSESCORE_SOURCES) -> list[int]:
+    """The bank-0 programs of :data:`GM_INSTRUMENTS` whose samples in MuseScore_General are not
+    FluidR3's: MuseScore_General is a fork of FluidR3 Mono, and its
+    ``MuseScore_General_HQ_Sample_Sources.csv`` credits the samples that replaced them (a row
+    ``same info as 000:048`` shares that row's credit). A credit naming Frank Wen (FluidR3's
+    author) counts as FluidR3.
+
+    Raises:
+        InputError: when the file lacks the expected columns.
+    """
+    path = Path(root) / sources
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        rows = list(csv.reader(line for line in handle if not line.startswith("sep=")))
+    header = rows[0]
+    if not {"Bank #", "Preset #", "Details", "Sample Credit"} <= set(header):
+        raise InputError(f"{path}:2: expected the columns Bank #, Preset #, Details, Sample Credit, found {header}")
+    col = {name: header.index(name) for name in header}
+    credit = {}
+    for row in rows[1:]:
+        if row[col["Bank #"]] == "0" and row[col["Preset #"]].isdigit():
+            same = re.match(r"same info as 000:(\d+)", row[col["Details"]])
+            credit[int(row[col["Preset #"]])] = int(same.group(1)) if same else row[col["Sample Credit"]].strip()
+    resolved = {p: credit.get(c, "") if isinstance(c, int) else c for p, c in credit.items()}
+    return [p for p in sorted(resolved) if p in GM_INSTRUMENTS and resolved[p] and "Frank Wen" not in resolved[p]]
+
+
 def render_program(root: Path, package: str, soundfont: str, program: int, *, notes: list[int],
                    velocities: list[int], seconds: float = 1.0, tail_s: float = 0.5,
                    sample_rate: int = 16000, bank: int = 0) -> list[RenderedClip]:
@@ -128,18 +180,7 @@ def render_program(root: Path, package: str, soundfont: str, program: int, *, no
     for note in notes:
         for velocity in velocities:
             captions, labels = render_captions(program, note, velocity)
-            synth.noteon(0, note, velocity)
-            held = np.frombuffer(synth.generate(int(seconds * sample_rate)), dtype=np.float32).copy()
-            synth.noteoff(0, note)
-            tail = np.frombuffer(synth.generate(int(tail_s * sample_rate)), dtype=np.float32).copy()
-            synth.sounds_off()
-            audio = np.concatenate([held, tail]).reshape(-1, 2).mean(axis=1)  # (T,) mono
-            peak = float(np.abs(audio).max())
-            if peak < 1e-4:
-                raise InputError(f"{path}: program {program} note {note} velocity {velocity} renders silence")
-            if peak > 1.0:
-                audio = audio / peak
-            wav = _wav(audio, sample_rate)
+            wav = play_note(synth, path, note, velocity, seconds=seconds, tail_s=tail_s, sample_rate=sample_rate)
             record = ClipRecord(package=package, version=version, path=Path(soundfont).as_posix(), member=None,
                                 captions=captions, labels=labels, family="instruments",
                                 group=f"{package}/{Path(soundfont).name}", licence=lic[0], copyright=lic[1],

@@ -32,6 +32,9 @@ CATEGORY_WORDS = frozenset({
     "sound", "sounds", "audio", "ambience", "ambient", "misc", "fx", "sfx", "actor", "fauna",
     "animal", "animals", "data", "loop", "short", "long", "civ", "soldiers", "civilians", "aliens",
     "seq", "weapons", "ugv", "bullet", "weather",
+    # 0 A.D., OpenArena and MegaGlest sorting folders
+    "resource", "construction", "gathering", "lumbering", "mining", "foraging", "farming", "dayscape",
+    "singlesteps", "movement", "mounted", "weapon", "world", "movers", "player", "units", "commondata",
 })
 
 # Words naming game events rather than sounds: interface and menus, items and their
@@ -47,6 +50,9 @@ EVENT_WORDS = frozenset({
     "lasersight", "warp", "portal", "portalopen", "portalshot", "portalswitch", "voices", "voice",
     "taunt", "jingle", "disco", "music", "psiattack", "radiomessage", "news", "newswav", "yessir",
     "acknowledge", "select", "order", "victory", "defeat", "beep", "hog", "hell",
+    # 0 A.D. (unit trained, resource used up), OpenArena (pickups, hit feedback, character voices),
+    # MegaGlest (unit acknowledgement)
+    "ack", "trained", "expire", "pkup", "feedback", "announcer", "sarge", "neko", "silence", "respawn",
 })
 
 # Noun -> (its phrase, the verb heard when the name gives no action; "" for none). The
@@ -67,11 +73,16 @@ NOUNS: dict[str, tuple[str, str]] = {
     "grasshopper": ("a grasshopper", "chirping"), "turkey": ("a turkey", "gobbling"),
     "monkey": ("a monkey", "screeching"), "whale": ("a whale", "singing"), "dolphin": ("a dolphin", "clicking"),
     "mouse": ("a mouse", "squeaking"), "deer": ("a deer", "calling"), "bull": ("a bull", "bellowing"),
+    "cattle": ("cattle", "mooing"), "flamingo": ("a flamingo", "calling"), "peacock": ("a peacock", "calling"),
+    "hawk": ("a hawk", "screeching"), "ibis": ("an ibis", "calling"), "snake": ("a snake", "hissing"),
+    "sow": ("a sow", "grunting"), "ele": ("an elephant", "trumpeting"),
     # weather and nature
     "wind": ("wind", "blowing"), "rain": ("rain", "falling"), "thunder": ("thunder", "rumbling"),
     "water": ("water", "flowing"), "fountain": ("a water fountain", "splashing"),
     "splash": ("a splash", ""), "fire": ("a fire", "crackling"), "steam": ("steam", "hissing"),
-    "bubbles": ("bubbles", "bubbling"),
+    "bubbles": ("bubbles", "bubbling"), "waterfall": ("a waterfall", "rushing"), "river": ("a river", "flowing"),
+    "wave": ("a wave", "breaking"), "wavecrash": ("a wave", "crashing"), "waverocky": ("waves on rocks", "breaking"),
+    "storm": ("a storm", "raging"), "leaves": ("leaves", "rustling"), "drops": ("water drops", "dripping"),
     # people
     "male": ("a man", ""), "man": ("a man", ""), "female": ("a woman", ""), "fem": ("a woman", ""),
     "footsteps": ("footsteps", ""), "steps": ("footsteps", ""),
@@ -96,11 +107,55 @@ NOUNS: dict[str, tuple[str, str]] = {
     "spider": ("a spider", ""), "whistle": ("a whistle", "blowing"), "droplet": ("water droplets", "dripping"),
     "doors": ("a door", ""), "bump": ("a bump", ""), "sword": ("a sword", ""),
     "smg": ("a submachine gun", "firing"), "hmg": ("a heavy machine gun", "firing"),
+    "machinegun": ("a machine gun", "firing"), "railgun": ("a railgun", "firing"), "nailgun": ("a nailgun", "firing"),
+    "musket": ("a musket", "firing"), "arrow": ("an arrow", ""), "shield": ("a shield", "being hit"),
+    "sling": ("a sling stone", ""), "hoe": ("a hoe", "digging"), "fan": ("a fan", "whirring"),
+    "ship": ("a ship", ""), "warship": ("a warship", ""), "gate": ("a gate", ""), "stonegate": ("a stone gate", ""),
+    "footstep": ("footsteps", ""), "fs": ("footsteps", ""), "hstep": ("footsteps", ""), "mstep": ("hoofbeats", ""),
+    "fleshimp": ("a blow", "hitting flesh"), "fleshstab": ("a blade", "stabbing flesh"),
+    "siegeprojectilehit": ("a siege projectile", "hitting something"), "ballist": ("a ballista", "shooting"),
+    "onager": ("an onager", ""), "windgust": ("a gust of wind", ""),
+    # instruments and sample-library sounds (Sonic Pi, LMMS)
+    "piano": ("a piano", "playing"), "organ": ("an organ", "playing"), "violin": ("a violin", "playing"),
+    "cello": ("a cello", "playing"), "trumpet": ("a trumpet", "playing"), "flute": ("a flute", "playing"),
+    "harpsichord": ("a harpsichord", "playing"), "guitar": ("a guitar", "playing"), "guit": ("a guitar", "playing"),
+    "strings": ("strings", "playing"), "string": ("strings", "playing"), "brass": ("brass", "playing"),
+    "bass": ("a bass sound", ""), "choir": ("a choir", "singing"), "bell": ("a bell", "ringing"),
+    "triangle": ("a triangle", "ringing"), "applause": ("applause", ""), "crowd": ("a crowd", ""),
+    "breath": ("breathing", ""), "metronome": ("a metronome", "ticking"), "vinyl": ("a vinyl record", ""),
+    "explode": ("an explosion", ""), "burp": ("a burp", ""),
     # two-word nouns, matched before their single words
     "grenade launcher": ("a grenade launcher", "firing"), "rubber duck": ("a rubber duck", ""),
     "wind turbine": ("a wind turbine", "turning"), "baseball bat": ("a baseball bat", ""),
     "mine pump": ("a mine pump", "working"), "explosion fire": ("an explosion and fire", ""),
+    "human death": ("a person", "dying"), "death generic": ("an animal", "dying"),
+    "sword attack": ("a sword", "striking"),
+    "bow attack": ("a bow", "shooting"),
+    "pike attack": ("a pike", "striking"), "spear attack": ("a spear", "striking"),
+    "jav attack": ("a javelin", "being thrown"), "sling attack": ("a sling", "shooting"),
+    "mine stone": ("stone", "being mined"), "mine metal": ("metal ore", "being mined"),
+    "lumber tree": ("a tree", "being chopped"), "con saw": ("a saw", "sawing"), "con wood": ("wood", "being worked"),
+    "con stone": ("stone", "being worked"), "gather fruit": ("fruit", "being picked"),
+    "gather meat": ("meat", "being butchered"), "gather field": ("a field", "being harvested"),
+    "building collapse": ("a building", "collapsing"), "explode debris": ("an explosion", "scattering debris"),
+    "amb farm": ("farm ambience", ""), "amb port": ("port ambience", ""), "amb trade": ("market ambience", ""),
+    "day temperate": ("a temperate day ambience", ""), "day tropical": ("a tropical day ambience", ""),
+    "peacock call": ("a peacock", "calling"), "squeal move": ("a pig", "squealing"),
+    "ram attack": ("a battering ram", "striking"), "ram move": ("a battering ram", "moving"),
+    "wind chimes": ("wind chimes", "ringing"), "glass hum": ("a glass", "humming"),
+    "glass rub": ("a glass", "being rubbed"), "guit harmonics": ("guitar harmonics", ""),
+    "church organ": ("a church organ", "playing"), "steel guitar": ("a steel-string guitar", "playing"),
+    "bass slap": ("a slap bass", "playing"), "bell choir": ("a bell choir", "ringing"),
+    "machinegun ric": ("a bullet", "ricocheting"), "machinegun buletby": ("a bullet", "flying by"),
 }
+
+# The animals of :data:`NOUNS` (a reader that takes animals only keeps these heads).
+ANIMALS = frozenset({
+    "sheep", "goat", "cow", "pig", "horse", "dog", "wolf", "chicken", "hen", "rooster", "duck", "goose", "cat",
+    "lion", "tiger", "bear", "elephant", "camel", "donkey", "frog", "owl", "crow", "cuckoo", "seagull", "bird",
+    "birds", "bee", "hornet", "cricket", "crickets", "grasshopper", "turkey", "monkey", "whale", "dolphin", "mouse",
+    "deer", "bull", "cattle", "flamingo", "peacock", "hawk", "ibis", "snake", "sow", "ele",
+})
 
 # Words kept in front of a noun's phrase when written before it (``arctic wind``).
 MODIFIERS = frozenset({"arctic", "small", "big", "soft", "low", "high", "heavy", "alien", "metal", "wooden",
@@ -114,12 +169,17 @@ ACTIONS: dict[str, str] = {
     "reload": "being reloaded", "fire": "firing", "launcher": "firing", "bounce": "bouncing",
     "pin": "pin being pulled", "throw": "being thrown", "tick": "ticking", "flyby": "flying by",
     "drop": "dropping", "boost": "boosting", "crack": "cracking", "splash": "splashing",
-    "creak": "creaking", "fly": "flying", "hit": "hitting something",
+    "creak": "creaking", "fly": "flying", "hit": "hitting something", "moving": "moving", "shooting": "shooting",
+    "scratch": "scratching", "rewind": "being rewound", "backspin": "spinning back", "hiss": "hissing",
+    "accord": "playing a chord", "pizzicato": "playing pizzicato", "rub": "being rubbed",
 }
 
 # Footstep surfaces: ``footsteps grass`` -> ``footsteps on grass``.
 SURFACES = frozenset({"grass", "gravel", "snow", "sand", "wood", "metal", "stone", "tile", "carpet", "dirt",
-                      "linoleum"})
+                      "linoleum", "rock"})
+# An impact on a material: ``arrow impact wood`` -> ``an arrow hitting wood``; a noun whose verb is
+# ``being hit`` takes the material as its modifier: ``shield metal`` -> ``a metal shield being hit``.
+IMPACTS = frozenset({"impact", "hit"})
 
 # Words known to the segmentation of names written as one word (``arcticwind``).
 VOCABULARY = frozenset({w for key in NOUNS for w in key.split()} | EVENT_WORDS | MODIFIERS | set(ACTIONS) | SURFACES | {
@@ -128,6 +188,8 @@ VOCABULARY = frozenset({w for key in NOUNS for w in key.split()} | EVENT_WORDS |
     "sudden", "extra", "time", "punch", "cake", "melon", "egg", "grave", "hog", "freeze", "frozen",
     "ice", "beam", "land", "sine", "pick", "rc", "heavy", "mini", "double", "ball", "waterbullet",
     "civ", "bolter", "needler", "fontain", "night", "rubber", "launcher", "turbine", "baseball", "combat", "storm",
+    "horseman",  # a rider, not a horse: kept whole
+    "slap", "chimes", "guit",
 })
 
 
@@ -178,6 +240,12 @@ def _head(words: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def head_noun(words: list[str]) -> str | None:
+    """The head noun of ``words`` (a key of :data:`NOUNS`), or None when the lexicon has none."""
+    span = _head(words)
+    return None if span is None else " ".join(words[span[0]:span[1]])
+
+
 def _with_modifiers(phrase: str, mods: list[str]) -> str:
     if not mods:
         return phrase
@@ -204,8 +272,12 @@ def effect_caption(words: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     rest = words[:start] + words[end:]
     action = next((w for w in rest if w in ACTIONS), None)
     surface = next((w for w in words[end:] if w in SURFACES), None)
-    if noun in ("footsteps", "steps") and surface:
+    if phrase == "footsteps" and surface:
         return (f"{phrase} on {surface}",), ("footsteps", surface)
+    if surface and verb == "being hit":
+        return (f"{_with_modifiers(phrase, [surface])} {verb}",), (noun, surface)
+    if surface and action in IMPACTS:
+        return (f"{phrase} hitting {surface}",), (noun, surface)
     if action:
         return (f"{phrase} {ACTIONS[action]}",), (noun, action)
     return (f"{phrase} {verb}".strip(),), (noun,)
