@@ -141,7 +141,7 @@ def test_captioner_training_and_generation_use_the_device(monkeypatch, tmp_path)
     from clapcap.captioning.experiments import evaluate as cap_eval
     from clapcap.captioning.experiments import train as cap_train
 
-    def initial(model_cfg, tokenizer, data, cfg, warmup, progress, compute):
+    def initial(model_cfg, tokenizer, data, cfg, warmup, progress, compute, *_):
         raise Reached(f"{cfg.device} {compute.device}")
 
     monkeypatch.setattr(cap_train, "load_run_data", lambda *a, **k: _FakeData())

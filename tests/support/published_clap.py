@@ -55,12 +55,12 @@ def build_published_clap(out: Path, *, fused: bool = False, seed: int = 0) -> Pa
     return out
 
 
-def put_in_hub_cache(folder: Path, cache: Path, repo_id: str, commit: str) -> Path:
-    """Copy ``folder`` into ``cache`` as ``repo_id`` at ``commit`` (``refs/main`` points at it);
-    returns the snapshot folder."""
+def put_in_hub_cache(folder: Path, cache: Path, repo_id: str, commit: str, *, ref: str = "main") -> Path:
+    """Copy ``folder`` into ``cache`` as ``repo_id`` at ``commit`` (``refs/<ref>`` points at it: a
+    branch or tag); returns the snapshot folder."""
     repo = cache / ("models--" + repo_id.replace("/", "--"))
     snap = repo / "snapshots" / commit
     shutil.copytree(folder, snap)
     (repo / "refs").mkdir(parents=True, exist_ok=True)
-    (repo / "refs" / "main").write_text(commit)
+    (repo / "refs" / ref).write_text(commit)
     return snap

@@ -20,11 +20,20 @@ from clapcap.config import from_dict
 class CaptionerConfig:
     """Architecture of one captioner.
 
-    ``in_dim`` is 0 in ``params.yaml``: it is filled from the embedding dump. ``tokenizer``
-    ``auto`` means ``pretrained`` with a ``pretrained_dir``, else ``bpe``. ``hidden``/``layers``/``heads`` size the small decoder and are
-    ignored with a ``pretrained_dir``. ``causal`` is a pretrained decoder-only LM (it needs
-    ``pretrained_dir``). ``lm_dtype`` is the LM's weight dtype (the projection stays float32;
-    its output is cast to the LM's dtype).
+    ``in_dim`` is 0 in ``params.yaml``: it is filled from the embedding dump. The LM is a small
+    decoder trained here, or a pretrained one: ``pretrained`` names it by a Hugging Face hub id
+    (``gpt2``, ``t5-base``, ``HuggingFaceTB/SmolLM2-135M``) at ``pretrained_revision`` (a branch,
+    tag or commit; empty: ``main``), or by a local ``save_pretrained`` folder. A run resolves it
+    once (:func:`clapcap.captioning.decoders.resolve_lm`: the hub cache, offline with
+    ``HF_HUB_OFFLINE=1``) and its saved captioner names the snapshot's commit as its revision.
+    ``pretrained_dir`` is the older field: a local folder only (a hub id there is refused,
+    naming ``pretrained``); it still loads, so existing ``params.yaml`` files and saved
+    captioners keep working. ``tokenizer`` ``auto`` means ``pretrained`` (the LM's own) with a
+    pretrained LM, else ``bpe``. ``hidden``/``layers``/``heads`` size the small decoder and are
+    ignored with a pretrained LM. ``causal`` is a pretrained decoder-only LM (``gpt2`` or
+    SmolLM2); ``gpt2`` and ``t5`` take a pretrained LM too (a ``t5`` one is
+    ``T5ForConditionalGeneration``, the prefix its encoder's input). ``lm_dtype`` is the LM's
+    weight dtype (the projection stays float32; its output is cast to the LM's dtype).
 
     ``lora_rank`` > 0 wraps a pretrained LM in a PEFT LoRA adapter of that rank on
     ``lora_targets`` (scaled by ``lora_alpha / lora_rank``): stage 2 then trains the adapter
@@ -33,6 +42,8 @@ class CaptionerConfig:
     """
 
     decoder: Literal["gpt2", "t5", "causal"] = "gpt2"
+    pretrained: str = ""
+    pretrained_revision: str = ""
     pretrained_dir: str = ""
     lm_dtype: Literal["float32", "bfloat16"] = "float32"
     hidden: int = 96
@@ -52,13 +63,23 @@ class CaptionerConfig:
     lora_targets: list[str] = dataclasses.field(default_factory=lambda: ["q_proj", "v_proj"])
 
     def __post_init__(self) -> None:
+        if self.pretrained and self.pretrained_dir:
+            raise ValueError(f"set one of pretrained and pretrained_dir (its older name, a local folder), "
+                             f"found both: {self.pretrained!r}, {self.pretrained_dir!r}")
+        if self.pretrained_revision and not self.pretrained:
+            raise ValueError(f"pretrained_revision {self.pretrained_revision!r} is for a hub id in pretrained"
+                             + (", and pretrained_dir is a local folder" if self.pretrained_dir else ""))
         if self.lora_rank < 0 or self.lora_alpha <= 0:
             raise ValueError(f"lora_rank must be >= 0 and lora_alpha > 0, found {self.lora_rank}, {self.lora_alpha}")
-        if self.lora_rank and not self.pretrained_dir:
-            raise ValueError("lora_rank: a LoRA adapter is for a pretrained LM (set pretrained_dir); "
+        if self.lora_rank and not self.lm_source():
+            raise ValueError("lora_rank: a LoRA adapter is for a pretrained LM (set pretrained); "
                              "a decoder trained from scratch fine-tunes all of its weights")
         if self.lora_rank and not self.lora_targets:
             raise ValueError("lora_targets: name at least one module of the LM (for example q_proj)")
+
+    def lm_source(self) -> str:
+        """The pretrained LM as written (``pretrained``, else ``pretrained_dir``); empty for a small decoder."""
+        return self.pretrained or self.pretrained_dir
 
     def tokenizer_kind(self) -> str:
         """The concrete tokenizer kind ``auto`` resolves to."""
@@ -66,7 +87,7 @@ class CaptionerConfig:
             return self.tokenizer
         # Small decoders of both kinds use the trained byte-level BPE: on the synthetic corpus
         # the tokenizers Unigram trainer yields ~230 near-character pieces (2.2x longer sequences).
-        return "pretrained" if self.pretrained_dir else "bpe"
+        return "pretrained" if self.lm_source() else "bpe"
 
 
 @dataclass

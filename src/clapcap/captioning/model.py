@@ -8,6 +8,7 @@ A saved captioner is a folder::
     weights.pt       the module's state dict; without the LM's tensors when the LM is a
                      pretrained one that was never trained (stage 1 of a pretrained decoder,
                      or stage 2 of one that trains a LoRA adapter): it is then loaded from
+                     ``pretrained`` (a hub id at the commit the run resolved, or a folder) or
                      ``pretrained_dir`` (a 135 M-parameter LM would otherwise be copied into
                      every checkpoint), and only the adapter's tensors are saved
     tokenizer/       the tokenizer (``save_pretrained``)
@@ -25,10 +26,11 @@ import torch
 from torch import nn
 
 from clapcap.captioning.config import CaptionerConfig
-from clapcap.captioning.decoders import build_decoder, lm_hidden_size
+from clapcap.captioning.decoders import build_decoder, lm_hidden_size, resolve_lm
 from clapcap.captioning.projection import PrefixProjection
 from clapcap.captioning.tokenizer import encode_captions, load_pretrained_tokenizer
 from clapcap.config import from_dict
+from clapcap.utils.hub import ResolvedCheckpoint
 from clapcap.utils.io import atomic_path
 from clapcap.utils.torch_io import save_torch
 
@@ -62,7 +64,7 @@ class ClipCapCaptioner(nn.Module):
                                            dropout=cfg.dropout)
         # False while a pretrained LM holds exactly its pretrained weights (see save()); a
         # LoRA adapter trains beside them, so it stays False then.
-        self.lm_trained = not cfg.pretrained_dir
+        self.lm_trained = not cfg.lm_source()
 
     @property
     def is_encoder_decoder(self) -> bool:
@@ -91,7 +93,7 @@ class ClipCapCaptioner(nn.Module):
 
     def weights(self) -> dict[str, torch.Tensor]:
         """The state dict a checkpoint holds: everything, or all but the LM's own weights
-        while they are an untrained pretrained LM's (reloaded from ``pretrained_dir``; a LoRA
+        while they are an untrained pretrained LM's (reloaded from its source; a LoRA
         adapter's tensors are kept)."""
         state = self.state_dict()
         if self.lm_trained:
@@ -105,7 +107,7 @@ class ClipCapCaptioner(nn.Module):
             RuntimeError: on missing tensors other than a pretrained LM's, or unexpected ones.
         """
         has_lm = any(map(is_base_lm_key, state))
-        if not has_lm and not self.cfg.pretrained_dir:
+        if not has_lm and not self.cfg.lm_source():
             raise RuntimeError("checkpoint has no LM weights, and this captioner's LM is not pretrained")
         if has_lm:
             self.load_state_dict(state)
@@ -152,26 +154,33 @@ class ClipCapCaptioner(nn.Module):
         return folder
 
 
-def create_captioner(cfg: CaptionerConfig, tokenizer: Any) -> ClipCapCaptioner:
+def create_captioner(cfg: CaptionerConfig, tokenizer: Any, *, lm: ResolvedCheckpoint | None = None,
+                     ) -> ClipCapCaptioner:
     """Build a captioner from ``cfg`` for ``tokenizer``.
+
+    ``lm`` is ``cfg``'s pretrained LM already resolved (:func:`resolve_lm`, by a training run);
+    without it a pretrained LM is resolved here (its folder not hashed).
 
     Returns:
         A :class:`ClipCapCaptioner` (random projection; decoder random or pretrained).
 
     Raises:
         ValueError: when ``in_dim`` is unset, or prefix plus caption exceed ``n_positions``.
+        InputError / FileNotFoundError: as :func:`resolve_lm`.
     """
     if cfg.in_dim < 1:
         raise ValueError("CaptionerConfig.in_dim must be set from the embedding dump (found 0)")
     if cfg.decoder == "gpt2" and cfg.prefix_length + 2 * cfg.max_caption_tokens > cfg.n_positions:
         raise ValueError(f"prefix_length {cfg.prefix_length} + 2 x max_caption_tokens "
                          f"{cfg.max_caption_tokens} exceeds n_positions {cfg.n_positions}")
-    lm = build_decoder(cfg.decoder, tokenizer, pretrained_dir=cfg.pretrained_dir, hidden=cfg.hidden,
-                       layers=cfg.layers, heads=cfg.heads, n_positions=cfg.n_positions, dtype=cfg.lm_dtype)
+    source = lm if lm is not None else resolve_lm(cfg, hash_folder=False)
+    decoder = build_decoder(cfg.decoder, tokenizer, pretrained_dir=str(source.path) if source else "",
+                            hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads, n_positions=cfg.n_positions,
+                            dtype=cfg.lm_dtype)
     if cfg.lora_rank:
         with torch.random.fork_rng(devices=[]):  # the projection's initialisation as without one
-            lm = _with_lora(lm, cfg)
-    return ClipCapCaptioner(cfg, lm, tokenizer)
+            decoder = _with_lora(decoder, cfg)
+    return ClipCapCaptioner(cfg, decoder, tokenizer)
 
 
 def _with_lora(lm: nn.Module, cfg: CaptionerConfig) -> nn.Module:
@@ -192,12 +201,14 @@ def _with_lora(lm: nn.Module, cfg: CaptionerConfig) -> nn.Module:
 def load_captioner(folder: str | Path, *, device: str = "cpu", lm_dir: str | Path | None = None) -> ClipCapCaptioner:
     """Load a captioner saved by :meth:`ClipCapCaptioner.save`, in eval mode.
 
-    ``lm_dir`` replaces the recorded ``pretrained_dir`` (a served model carries its LM folder
-    as an artifact of its own).
+    ``lm_dir`` replaces the recorded pretrained LM (a served model carries its LM folder as an
+    artifact of its own). A hub LM is loaded at the commit the run resolved (its saved
+    ``pretrained_revision``).
 
     Raises:
         FileNotFoundError: when ``folder`` lacks ``captioner.json`` or ``weights.pt``, or
             the pretrained LM folder is missing.
+        InputError: a hub LM whose snapshot is not cached while ``HF_HUB_OFFLINE`` is set.
     """
 
     folder = Path(folder)
@@ -206,7 +217,7 @@ def load_captioner(folder: str | Path, *, device: str = "cpu", lm_dir: str | Pat
             raise FileNotFoundError(f"{folder}: not a saved captioner ({name} missing)")
     cfg = from_dict(CaptionerConfig, json.loads((folder / "captioner.json").read_text()))
     if lm_dir is not None:
-        cfg = dataclasses.replace(cfg, pretrained_dir=str(lm_dir))
+        cfg = dataclasses.replace(cfg, pretrained="", pretrained_revision="", pretrained_dir=str(lm_dir))
     tokenizer = load_pretrained_tokenizer(folder / "tokenizer")
     # A pretrained decoder is built from its folder; weights.pt then replaces what was trained.
     model = create_captioner(cfg, tokenizer)
@@ -216,9 +227,13 @@ def load_captioner(folder: str | Path, *, device: str = "cpu", lm_dir: str | Pat
 
 def frozen_lm_dir(checkpoint: str | Path) -> str | None:
     """The pretrained LM folder a saved captioner needs beside its weights (its LM was never
-    trained, so ``weights.pt`` leaves it out), or None when the weights are complete."""
-    cfg = json.loads((Path(checkpoint) / "captioner.json").read_text())
-    if not cfg.get("pretrained_dir"):
+    trained, so ``weights.pt`` leaves it out; a hub LM's snapshot folder), or None when the
+    weights are complete."""
+    cfg = from_dict(CaptionerConfig, json.loads((Path(checkpoint) / "captioner.json").read_text()))
+    if not cfg.lm_source():
         return None
     state = torch.load(Path(checkpoint) / "weights.pt", map_location="cpu", weights_only=True, mmap=True)
-    return None if any(map(is_base_lm_key, state)) else str(cfg["pretrained_dir"])
+    if any(map(is_base_lm_key, state)):
+        return None
+    source = resolve_lm(cfg, hash_folder=False)
+    return str(source.path) if source else None

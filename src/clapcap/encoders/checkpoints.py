@@ -11,8 +11,9 @@ A user names a checkpoint three ways (docs/encoders.md, "Your checkpoint"):
 - a laion_clap ``.pt`` (:func:`read_laion_checkpoint`): recorded by its SHA-256, its fusion
   flag read from the state dict.
 
-Every mistake here is one :class:`~clapcap.errors.InputError` naming the checkpoint and what
-to do, raised before transformers or laion_clap load anything (so never a hub retry loop, a
+Folders and hub ids resolve through :func:`clapcap.utils.hub.resolve_model`, which a
+captioner's pretrained LM uses too. Every mistake here is one :class:`~clapcap.errors.InputError`
+naming the checkpoint and what to do, raised before transformers or laion_clap load anything (so never a hub retry loop, a
 traceback, or random weights in place of a mistyped path). :meth:`ResolvedCheckpoint.record`
 is what a dump's meta, an MLflow run and a model card keep, so two results from two revisions
 of one hub repository can be told apart.
@@ -20,27 +21,21 @@ of one hub repository can be told apart.
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from clapcap.errors import ClapcapError, InputError
+from clapcap.errors import InputError
+from clapcap.utils.hub import (
+    ResolvedCheckpoint,
+    check_weights,
+    looks_like_path,
+    resolve_model,
+)
 from clapcap.utils.io import sha256_file
 
-# ``org/name`` as the hub spells repository ids (huggingface_hub's validator is stricter still).
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$|^[A-Za-z0-9][\w.-]*$")
 LAION_SUFFIXES = (".pt", ".pth", ".ckpt")
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
-                "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer_config.json")
 PROCESSOR_FILE = "preprocessor_config.json"
-# What snapshot_download fetches: configs, tokenizer files and safetensors weights; the
-# pytorch_model.bin only where a repository has no safetensors (laion/clap-htsat-unfused's main
-# has only the .bin), so a repository with both is not downloaded twice over.
-_HUB_PATTERNS = ["*.json", "*.txt", "*.model", "*.safetensors"]
-_BIN_PATTERNS = ["*.json", "*.txt", "*.model", "*.bin"]
 # laion_clap's HTSAT has these modules only when built with enable_fusion=True.
 FUSION_KEYS = ("audio_branch.fusion_model.", "audio_branch.mel_conv2d.")
 # roberta-base's id of "\u0120the" (" the"). clapcap's offline stand-in (encoders.hf_cache) has GPT-2's
@@ -65,53 +60,9 @@ def tokenizer_label(tokenizer: Any) -> str:
         f"{name} (roberta-base ids)"
 
 
-@dataclass(frozen=True)
-class ResolvedCheckpoint:
-    """A checkpoint resolved to local files, and what identifies it by content."""
-
-    source: str
-    path: Path
-    kind: Literal["hub", "folder", "file"]
-    revision: str | None = None
-    sha256: str | None = None
-
-    def record(self) -> dict[str, Any]:
-        """``checkpoint``, ``checkpoint_kind`` and ``checkpoint_revision`` (hub commit) or
-        ``checkpoint_sha256`` (file or folder weights): no machine path."""
-        out: dict[str, Any] = {"checkpoint": self.source, "checkpoint_kind": self.kind}
-        if self.revision is not None:
-            out["checkpoint_revision"] = self.revision
-        if self.sha256 is not None:
-            out["checkpoint_sha256"] = self.sha256
-        return out
-
-
-def looks_like_path(name: str) -> bool:
-    """True when ``name`` can only be a local path: not a hub id, or a relative path whose first
-    folder exists here (``models/default_clapp`` is a mistyped folder, not an organisation)."""
-    if name.startswith((".", "/", "~")) or "\\" in name or not _HUB_ID.match(name):
-        return True
-    if name.endswith((*LAION_SUFFIXES, ".bin", ".safetensors")):
-        return True
-    return "/" in name and Path(name.split("/", 1)[0]).is_dir()
-
-
-def weights_sha256(folder: Path) -> str:
-    """SHA-256 of a folder's weights: the file's own for one file, else of the sorted
-    ``name:sha256`` lines of every weight shard."""
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
-    if len(files) == 1:
-        return sha256_file(files[0])
-    lines = "".join(f"{p.name}:{sha256_file(p)}\n" for p in files)
-    return hashlib.sha256(lines.encode()).hexdigest()
-
-
 def check_pretrained_folder(folder: Path, source: str) -> None:
     """Raise InputError unless ``folder`` holds a model, its tokenizer and its feature extractor."""
-    if not (folder / "config.json").is_file():
-        raise InputError(f"{source}: not a save_pretrained folder (no config.json)")
-    if not any((folder / f).is_file() for f in WEIGHT_FILES):
-        raise InputError(f"{source}: no weights ({' or '.join(WEIGHT_FILES[:2])})")
+    check_weights(folder, source)
     missing = [] if any((folder / f).is_file() for f in TOKENIZER_FILES) else ["the tokenizer"]
     if not (folder / PROCESSOR_FILE).is_file():
         missing.append(PROCESSOR_FILE)
@@ -144,67 +95,10 @@ def resolve_hf_checkpoint(checkpoint: str, *, revision: str = "", cache_dir: str
             raise InputError(f"{checkpoint}: a laion_clap checkpoint file; use --backend laion_clap "
                              "(backend: laion_clap; with enable_fusion for a fused one)")
         raise InputError(f"{checkpoint}: a file; the hf_clap backend takes a save_pretrained folder or a hub id")
-    if path.is_dir():
-        if revision:
-            raise InputError(f"{checkpoint}: a local folder has no revision (revision {revision!r} given)")
-        check_pretrained_folder(path, checkpoint)
-        return ResolvedCheckpoint(checkpoint, path, "folder", sha256=weights_sha256(path))
-    if path.suffix in LAION_SUFFIXES:
+    if not path.is_dir() and path.suffix in LAION_SUFFIXES:
         raise InputError(f"{checkpoint}: no such file (and a {path.suffix} file is a laion_clap checkpoint: "
                          "--backend laion_clap)")
-    if looks_like_path(checkpoint):
-        parent = path.parent if str(path.parent) not in ("", ".") else Path(".")
-        near = sorted(p.name for p in parent.iterdir() if p.is_dir())[:8] if parent.is_dir() else []
-        hint = f" ({parent}/ holds: {', '.join(near)})" if near else ""
-        raise InputError(f"{checkpoint}: no such folder{hint}; a hub id is written org/name")
-    snapshot = _snapshot(checkpoint, revision, cache_dir)
-    check_pretrained_folder(snapshot, f"{checkpoint} (snapshot {snapshot.name})")
-    return ResolvedCheckpoint(checkpoint, snapshot, "hub", revision=snapshot.name)
-
-
-def _snapshot(repo_id: str, revision: str, cache_dir: str | Path | None) -> Path:
-    """The local snapshot folder of ``repo_id`` at ``revision`` (downloaded when online)."""
-    from huggingface_hub import constants, snapshot_download
-    from huggingface_hub.errors import (
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    at = f"{repo_id}@{revision}" if revision else repo_id
-    offline = bool(constants.HF_HUB_OFFLINE)
-    try:
-        for patterns in (_HUB_PATTERNS, _BIN_PATTERNS):
-            snap = Path(snapshot_download(repo_id, revision=revision or None, cache_dir=cache_dir,
-                                          local_files_only=offline, allow_patterns=patterns))
-            if any((snap / f).is_file() for f in WEIGHT_FILES):
-                break
-        return snap
-    except RevisionNotFoundError as err:
-        raise InputError(f"{at}: no such revision on the hub") from err
-    except RepositoryNotFoundError as err:
-        raise InputError(f"{repo_id}: no such model on the hub (a private or gated one needs `hf auth login`)") \
-            from err
-    except LocalEntryNotFoundError as err:
-        if not offline:
-            raise ClapcapError(f"{at}: the hub could not be reached and the checkpoint is not cached") from err
-        cache = Path(cache_dir or constants.HF_HUB_CACHE)
-        raise InputError(f"{at}: {_cached_note(cache, repo_id)} and HF_HUB_OFFLINE=1; cache it on a machine "
-                         f"with internet (`hf download {repo_id}" + (f" --revision {revision}" if revision else "")
-                         + "`) and copy the cache, or unset HF_HUB_OFFLINE (`make repro HF_HUB_OFFLINE=0`)") from err
-    except HfHubHTTPError as err:
-        raise ClapcapError(f"{at}: the hub answered {err.__class__.__name__}: {str(err).splitlines()[0]}") from err
-
-
-def _cached_note(cache: Path, repo_id: str) -> str:
-    """What the cache holds of ``repo_id``, for an offline miss."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    refs = sorted(p.name for p in (repo / "refs").glob("*")) if (repo / "refs").is_dir() else []
-    snaps = sorted(p.name[:12] for p in (repo / "snapshots").glob("*")) if (repo / "snapshots").is_dir() else []
-    if not refs and not snaps:
-        return f"not in the Hugging Face cache ({cache.name}/ under HF_HOME)"
-    return f"this revision is not in the Hugging Face cache (cached: refs {refs or 'none'}, snapshots {snaps})"
+    return resolve_model(checkpoint, check=check_pretrained_folder, revision=revision, cache_dir=cache_dir)
 
 
 def read_laion_checkpoint(checkpoint: str, *, enable_fusion: bool) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -37,7 +37,7 @@ PATH_KEYS = frozenset({
 })
 # Keys that may name a Hugging Face Hub model instead of a path: resolved only when their first
 # path component exists under the root (``models/default_clap/model``, not ``laion/clap``).
-MAYBE_HUB_KEYS = frozenset({"checkpoint", "pretrained_dir", "base_model", "models"})
+MAYBE_HUB_KEYS = frozenset({"checkpoint", "pretrained", "pretrained_dir", "base_model", "models"})
 
 
 def project_root(params_file: str | Path = "params.yaml") -> Path:

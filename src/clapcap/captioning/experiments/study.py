@@ -35,6 +35,7 @@ from clapcap.captioning.config import (
     TrainConfig,
 )
 from clapcap.captioning.data import load_caption_split
+from clapcap.captioning.decoders import resolve_lm
 from clapcap.captioning.experiments.evaluate import evaluate_split, evaluate_trivial_baseline
 from clapcap.captioning.experiments.lr_search import chosen_learning_rates, search_learning_rates
 from clapcap.captioning.experiments.train import EpochHook, train_captioner
@@ -263,16 +264,19 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
     params.check_lm(spec.lm)
     params = run_params_for(params, spec)
     model_cfg, train_cfg = run_configs(params, spec)
+    lm = resolve_lm(model_cfg)  # once, before the run opens: a hub id's commit, a folder's weights SHA-256
     run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
-                  "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding)}
+                  "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding),
+                  **({"pretrained_lm": lm.record()} if lm is not None else {})}
     with tracker.run(params, spec, configuration(spec), run_params, _seeds_of(params, spec)):
         trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
                                   out_dir=out / "runs" / spec.name, progress=params.progress,
                                   on_epoch_end=tracker.epoch_hook(),
-                                  lm_cache_dir=out / "lm_warmup", compute=compute)
+                                  lm_cache_dir=out / "lm_warmup", compute=compute, lm=lm)
         val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding,
                                      compute)
         record = {"spec": dataclasses.asdict(spec), "model": trained["model"], "train": trained["train"],
+                  **({"pretrained_lm": trained["pretrained_lm"]} if "pretrained_lm" in trained else {}),
                   "history": {k: v["history"] for k, v in trained["stages"].items()},
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
                   "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
@@ -337,6 +341,7 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     # The configuration is the trained checkpoint plus this decoding: its run carries both the
     # checkpoint's training params and the decoding params (one run per configuration).
     run_params = {"spec": dataclasses.asdict(spec), "model": base["model"], "train": base["train"],
+                  **({"pretrained_lm": base["pretrained_lm"]} if "pretrained_lm" in base else {}),
                   "decoding": dataclasses.asdict(decoding), "checkpoint_run": base["spec"]["name"]}
     seeds = decoding_seeds(params, lm, name)
     with tracker.run(params, spec, f"decoding_{name}", run_params, seeds):
@@ -386,7 +391,7 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
     records = [execute_run(params, spec, compute=compute, tracker=tracker) for spec in lm_specs(params, lm)]
     metrics = seed_stats(records)
     result = {"lm": lm, "seeds": params.seeds_for(lm), "stages": list(params.train[lm].stages),
-              "pretrained": bool(params.models[lm].pretrained_dir), "metrics": metrics,
+              "pretrained": bool(params.models[lm].lm_source()), "metrics": metrics,
               "primary": records[0]["test"].get("primary")}
     write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
     # The noise floor on the seed group: test/<metric>_mean, test/<metric>_std.

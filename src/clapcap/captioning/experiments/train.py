@@ -7,7 +7,8 @@
                           or ``<lm_cache_dir>/lm_<hash>.pt`` shared by runs with identical inputs
     stage1/ stage2/       last.pt (resume point, removed when done), best/ (saved captioner),
                           result.json
-    result.json           the run's result: config, seed, per-stage history, best epochs
+    result.json           the run's result: config, seed, per-stage history, best epochs, and
+                          ``pretrained_lm``, the LM's record (hub commit or weights SHA-256)
 
 Stage 1 trains the projection with the LM frozen; stage 2 trains projection and LM (or,
 with ``lora_rank`` set, the LM's LoRA adapter) from stage 1's best checkpoint. The train seed drives initialisation, shuffling and dropout;
@@ -32,10 +33,12 @@ from tqdm.auto import tqdm
 
 from clapcap.captioning.config import CaptionerConfig, StageConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit, load_caption_split
+from clapcap.captioning.decoders import pin_lm, resolve_lm
 from clapcap.captioning.model import ClipCapCaptioner, create_captioner, load_captioner
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
 from clapcap.compute import Compute, adamw, or_default
 from clapcap.data.prepare import load_dataset
+from clapcap.utils.hub import ResolvedCheckpoint
 from clapcap.utils.io import read_json, sha256_json, write_json
 from clapcap.utils.torch_io import save_torch
 
@@ -109,12 +112,14 @@ def _train_epoch(model: ClipCapCaptioner, opt: torch.optim.Optimizer, split: Cap
     return float(np.mean(losses))
 
 
-def prepare_tokenizer(model_cfg: CaptionerConfig, train: CaptionSplit, folder: Path) -> Any:
-    """Load the run's tokenizer from ``folder``, or build it from training captions and save it."""
+def prepare_tokenizer(model_cfg: CaptionerConfig, train: CaptionSplit, folder: Path,
+                      lm: ResolvedCheckpoint | None = None) -> Any:
+    """Load the run's tokenizer from ``folder``, or build it from training captions (or take the
+    pretrained LM's, from ``lm``'s files) and save it."""
     if (folder / "tokenizer_config.json").is_file():
         return load_pretrained_tokenizer(folder)
     tok = build_tokenizer(model_cfg.tokenizer_kind(), [c for caps in train.captions for c in caps],
-                          vocab_size=model_cfg.vocab_size, pretrained_dir=model_cfg.pretrained_dir)
+                          vocab_size=model_cfg.vocab_size, pretrained_dir=str(lm.path) if lm else "")
     tok.save_pretrained(str(folder))
     return tok
 
@@ -247,12 +252,12 @@ def _tokenizer_content(tokenizer: Any) -> Any:
 
 
 def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cfg: TrainConfig,
-                   warmup: Path, progress: bool, compute: Compute) -> ClipCapCaptioner:
+                   warmup: Path, progress: bool, compute: Compute, lm: ResolvedCheckpoint | None) -> ClipCapCaptioner:
     lm_path = None
-    if not model_cfg.pretrained_dir and cfg.lm_pretrain_epochs > 0:
+    if lm is None and cfg.lm_pretrain_epochs > 0:
         lm_path = pretrain_lm(model_cfg, tokenizer, data, cfg, warmup, progress=progress, compute=compute)
     torch.manual_seed(cfg.seed)
-    model = create_captioner(model_cfg, tokenizer)
+    model = create_captioner(model_cfg, tokenizer, lm=lm)
     if lm_path is not None:
         model.lm.load_state_dict(torch.load(lm_path, map_location="cpu", weights_only=True))
     return model.to(cfg.device)
@@ -261,7 +266,7 @@ def _initial_model(model_cfg: CaptionerConfig, tokenizer: Any, data: RunData, cf
 def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str | Path, dataset_dir: str | Path,
                     out_dir: str | Path, init_from: str | Path | None = None, progress: bool = True,
                     on_epoch_end: EpochHook | None = None, lm_cache_dir: str | Path | None = None,
-                    compute: Compute | None = None) -> dict[str, Any]:
+                    compute: Compute | None = None, lm: ResolvedCheckpoint | None = None) -> dict[str, Any]:
     """Train a captioner (stages ``cfg.stages``) into ``out_dir``; skipped if its result exists.
 
     Model and batches go to ``compute.device``, which replaces ``cfg.device`` (recorded in the
@@ -271,13 +276,19 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
     ``on_epoch_end(stage, epoch, losses)`` is called after each epoch (not for finished stages).
     ``lm_cache_dir`` shares the small decoder's LM warm-up between runs whose inputs
     (model config, seed, warm-up options, data) are identical, such as LR-search trials.
+    ``lm`` is ``model_cfg``'s pretrained LM resolved by the caller (:func:`resolve_lm`); else it
+    is resolved here, once, before anything is written. The saved captioners name a hub LM by
+    the commit it resolved to (:func:`pin_lm`).
 
     Returns:
-        The run result (also ``out_dir/result.json``): ``config``, ``train``, ``seed``,
-        ``dump``, ``stages`` (per-stage results) and ``checkpoint`` (the last stage's best).
+        The run result (also ``out_dir/result.json``): ``model``, ``train``, ``seed``,
+        ``dump``, ``stages`` (per-stage results), ``checkpoint`` (the last stage's best) and,
+        with a pretrained LM, ``pretrained_lm`` (its record: ``checkpoint``, ``checkpoint_kind`` and the hub
+        ``checkpoint_revision`` commit or the folder's ``checkpoint_sha256``).
 
     Raises:
         ValueError / FileNotFoundError: on bad options, dumps or manifests.
+        InputError: a pretrained LM that does not resolve (:func:`resolve_lm`).
         DeviceUnavailable: when ``compute`` asks for CUDA and there is none.
     """
     compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
@@ -287,19 +298,22 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
         logger.info("%s: finished run found, skipping", out / "result.json")
         return read_json(out / "result.json")
     cfg.validate()
+    lm = lm if lm is not None else resolve_lm(model_cfg)
     if cfg.torch_threads > 0:
         torch.set_num_threads(cfg.torch_threads)
     data = load_run_data(dump, dataset_dir, cfg.embedding_key)
-    model_cfg = dataclasses.replace(model_cfg, in_dim=int(data.train.embeds.shape[1]))
+    model_cfg = pin_lm(dataclasses.replace(model_cfg, in_dim=int(data.train.embeds.shape[1])), lm)
     if init_from is not None:  # continue a saved captioner: its tokenizer and weights
         model = load_captioner(init_from, device=cfg.device)
         if model.cfg != model_cfg:
             raise ValueError(f"{init_from}: saved config {model.cfg} differs from the run's {model_cfg}")
     else:
-        tokenizer = prepare_tokenizer(model_cfg, data.train, out / "tokenizer")
+        tokenizer = prepare_tokenizer(model_cfg, data.train, out / "tokenizer", lm)
         warmup = _warmup_path(model_cfg, cfg, tokenizer, data, out, lm_cache_dir, compute.precision)
-        model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress, compute)
+        model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress, compute, lm)
     params = {"model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(cfg), "dump": str(dump)}
+    if lm is not None:  # which LM weights: the hub commit, or the folder's weights SHA-256
+        params["pretrained_lm"] = lm.record()
     if compute.precision != "fp32":  # recorded only when not the default, so fp32 results keep their bytes
         params["precision"] = compute.precision
     stages: dict[str, Any] = {}
