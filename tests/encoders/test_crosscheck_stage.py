@@ -177,6 +177,36 @@ def test_identity_check_refuses_a_mistyped_gate(tmp_path, capsys):
     assert "gate_identity" in capsys.readouterr().err
 
 
+def test_hub_revision_is_resolved_before_anything_and_recorded(stubbed, tmp_path, tiny_folder, monkeypatch):
+    """hf_revision picks the hub snapshot; the finding records the commit and the .pt's SHA-256,
+    and a revision the cache does not hold is one InputError with nothing written."""
+    import hashlib
+
+    import huggingface_hub.constants as constants
+
+    put_in_hub_cache(tiny_folder, tmp_path / "hub", REPO, COMMIT)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    user = tmp_path / "user.pt"
+    user.write_bytes(b"a laion checkpoint")
+    out = tmp_path / "out"
+    params = IdentityParams(out_dir=str(out), laion_checkpoint=str(user), hf_checkpoint=REPO, hf_revision=COMMIT)
+    found = crosscheck.run_checkpoint_identity(params, progress=False)["checkpoints"]
+    laion, hf = found["checkpoint_records"]
+    assert laion["checkpoint_sha256"] == hashlib.sha256(b"a laion checkpoint").hexdigest()
+    assert hf["checkpoint_revision"] == COMMIT and ("embed", REPO) in stubbed
+    assert json.loads((out / "identity_checkpoints.json").read_text())["checkpoint_records"][1]["checkpoint_revision"] == COMMIT
+
+    stubbed.clear()
+    bad = IdentityParams(out_dir=str(tmp_path / "out2"), laion_checkpoint=str(user), hf_checkpoint=REPO,
+                         hf_revision="v9-does-not-exist")
+    with pytest.raises(InputError, match="v9-does-not-exist"):
+        crosscheck.run_checkpoint_identity(bad, progress=False)
+    assert stubbed == [] and not (tmp_path / "out2").exists()
+    with pytest.raises(ValueError, match="hf_revision"):
+        IdentityParams(laion_checkpoint=str(user), hf_revision="main")
+
+
 @pytest.mark.parametrize("as_hub_id", [False, True])
 def test_control_model_from_a_folder_or_a_hub_id(tiny_folder, tmp_path, monkeypatch, as_hub_id):
     """It iterated the checkpoint as a folder, so a hub id crashed."""

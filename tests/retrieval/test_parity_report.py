@@ -111,3 +111,29 @@ def test_cli_parity_report(dumps, different_identity, tmp_path, capsys):
     assert main([*argv, "--gate-identity"]) == 1
     err = capsys.readouterr().err
     assert err.count("clapcap: error:") == 1 and "checkpoint identity" in err and str(out) in err
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_the_dvc_stage_writes_the_report_and_gates_identity_only_when_asked(dumps, different_identity, tmp_path,
+                                                                            monkeypatch, capsys, reference, gate):
+    """`pipelines/parity_report.py` (stage parity_report) reads retrieval.dumps and the
+    checkpoint_identity stage's finding: "different checkpoints" passes unless gate_identity."""
+    import runpy
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["parity_report.py"])
+    out = tmp_path / "reports" / "parity_report.json"
+    (tmp_path / "params.yaml").write_text(
+        f"retrieval:\n  dumps: [{dumps[0]}, {dumps[1]}]\n  parity_report_out: {out}\n"
+        f"checkpoint_identity:\n  out_dir: {different_identity.parent}\n  laion_checkpoint: x.pt\n"
+        f"  gate_identity: {str(gate).lower()}\n")
+    with pytest.raises(SystemExit) as info:
+        runpy.run_path(str(Path(__file__).parents[2] / "pipelines" / "parity_report.py"), run_name="__main__")
+    report = json.loads(out.read_text())
+    assert set(reference) <= set(report) and report["metric_parity"]["n_cells"] == 2
+    assert report["checkpoint_identity"]["verdict"] == DIFFERENT and report["metric_parity_passed"] is True
+    if gate:
+        assert info.value.code == 1 and "clapcap: error: parity report: 1 failure(s)" in capsys.readouterr().err
+    else:
+        assert info.value.code == 0 and report["failures"] == []

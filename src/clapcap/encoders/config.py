@@ -72,7 +72,9 @@ class IdentityParams:
     differently initialised control must not. ``laion_checkpoint`` (a laion_clap ``.pt``) and
     optionally ``hf_checkpoint`` (a ``save_pretrained`` folder or a hub id; empty = clapcap's
     conversion of ``laion_checkpoint``) add the comparison of the user's checkpoints, a
-    finding that fails the stage only with ``gate_identity``. The verdict thresholds are
+    finding that fails the stage only with ``gate_identity``. ``hf_revision`` is the hub
+    branch, tag or commit of a hub-id ``hf_checkpoint`` (empty = ``main``); the commit it
+    resolves to, and the ``.pt``'s SHA-256, are recorded in the finding. The verdict thresholds are
     :func:`clapcap.retrieval.identity.checkpoint_identity`'s.
     """
 
@@ -83,6 +85,7 @@ class IdentityParams:
     hf_home: str = ""
     laion_checkpoint: str = ""
     hf_checkpoint: str = ""
+    hf_revision: str = ""
     enable_fusion: bool = False
     seed: int = 0
     cos_threshold: float = 0.99
@@ -97,6 +100,8 @@ class IdentityParams:
             raise ValueError("checkpoint_identity.hf_checkpoint: compared with laion_checkpoint, which is empty; "
                              "set laion_checkpoint to a laion_clap .pt (e.g. 630k-audioset-fusion-best.pt with "
                              "enable_fusion: true)")
+        if self.hf_revision and not self.hf_checkpoint:
+            raise ValueError("checkpoint_identity.hf_revision: the revision of hf_checkpoint, which is empty")
         if self.gate_identity and not self.laion_checkpoint:
             raise ValueError("checkpoint_identity.gate_identity: gates the comparison of your checkpoints, "
                              "but laion_checkpoint is empty (the self-test always gates)")

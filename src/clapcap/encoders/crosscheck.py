@@ -28,7 +28,7 @@ from typing import Any
 from clapcap.clap.model import SIDECAR
 from clapcap.compute import Compute, or_default
 from clapcap.encoders.base import EncoderConfig
-from clapcap.encoders.checkpoints import resolve_hf_checkpoint
+from clapcap.encoders.checkpoints import checkpoint_record, resolve_hf_checkpoint
 from clapcap.encoders.config import IdentityParams
 from clapcap.encoders.convert import convert_laion_checkpoint
 from clapcap.encoders.embed import embed_dataset
@@ -93,7 +93,7 @@ def _check_checkpoints(params: IdentityParams) -> None:
             raise InputError(f"checkpoint_identity.laion_checkpoint: {params.laion_checkpoint}: {what} "
                              "(leave it empty to run the random-weights self-test alone)")
     if params.hf_checkpoint:
-        resolve_hf_checkpoint(params.hf_checkpoint)
+        resolve_hf_checkpoint(params.hf_checkpoint, revision=params.hf_revision)
 
 
 def run_checkpoint_identity(params: IdentityParams, *, progress: bool = True,
@@ -121,9 +121,10 @@ def run_checkpoint_identity(params: IdentityParams, *, progress: bool = True,
     return reports
 
 
-def _encoder_cfg(params: IdentityParams, name: str, backend: str, checkpoint: str | Path) -> EncoderConfig:
+def _encoder_cfg(params: IdentityParams, name: str, backend: str, checkpoint: str | Path,
+                 revision: str = "") -> EncoderConfig:
     return EncoderConfig(name=name, backend=backend, checkpoint=str(checkpoint), enable_fusion=params.enable_fusion,
-                         hf_home=params.hf_home, tiny_seed=params.seed, batch_size=4)
+                         hf_home=params.hf_home, tiny_seed=params.seed, batch_size=4, revision=revision)
 
 
 def _thresholds(params: IdentityParams) -> dict[str, float]:
@@ -163,13 +164,19 @@ def _user_comparison(params: IdentityParams, out: Path, kw: dict[str, Any]) -> d
         return report
     user = out / "checkpoints"
     data = (params.dataset_dir, params.split)
-    a = embed_dataset(_encoder_cfg(params, "laion_user", "laion_clap", params.laion_checkpoint), *data,
-                      user / "laion.npz", **kw)
+    laion_cfg = _encoder_cfg(params, "laion_user", "laion_clap", params.laion_checkpoint)
+    a = embed_dataset(laion_cfg, *data, user / "laion.npz", **kw)
     hf = params.hf_checkpoint or str(_convert(params.laion_checkpoint, user / "hf_converted"))
-    b = embed_dataset(_encoder_cfg(params, "hf_user", "hf_clap", hf), *data, user / "hf.npz", **kw)
+    hf_cfg = _encoder_cfg(params, "hf_user", "hf_clap", hf, params.hf_revision if params.hf_checkpoint else "")
+    b = embed_dataset(hf_cfg, *data, user / "hf.npz", **kw)
     report = {**identity_report(a, b, **_thresholds(params)), "dataset": Path(params.dataset_dir).name,
               "split": params.split, "enable_fusion": params.enable_fusion, "gated": params.gate_identity}
     report["checkpoints"] = [params.laion_checkpoint, params.hf_checkpoint or "clapcap's conversion"]
+    # What each side was, by content: the .pt's SHA-256, the hub commit a revision resolved to
+    # (or a folder's weights SHA-256), so two findings from two hub revisions can be told apart.
+    report["checkpoint_records"] = [checkpoint_record(laion_cfg),
+                                    checkpoint_record(hf_cfg) if params.hf_checkpoint
+                                    else {"checkpoint_kind": "conversion", "checkpoint": "clapcap's conversion"}]
     write_json(path, report)
     return report
 

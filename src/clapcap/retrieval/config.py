@@ -26,6 +26,8 @@ class RetrievalEvalParams:
         max_block_mb: memory budget of one similarity block.
         parity_out: path of the metric-parity report.
         parity_tolerance: largest allowed absolute difference between the two implementations.
+        parity_report_out: path of the reference-format parity report (stage ``parity_report``:
+            one metric-parity cell per dump plus the ``checkpoint_identity`` finding).
         mlflow: log each evaluation to MLflow.
     """
 
@@ -39,6 +41,7 @@ class RetrievalEvalParams:
     max_block_mb: int = 256
     parity_out: str = "metrics/metric_parity.json"
     parity_tolerance: float = 1e-9
+    parity_report_out: str = "reports/parity_report.json"
     track: bool = True
 
     def __post_init__(self) -> None:
