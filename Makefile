@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup engine assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
+.PHONY: setup engine assets corpus-assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -87,6 +87,13 @@ $(GCOMPRIS_DEB):
 
 $(AUDIOEVAL_WHEEL): | $(STAMP)
 	$(PIP) download -q --no-deps pytest-audioeval==0.1.3 -d $(ASSETS)
+
+# The real corpus's Debian packages (clapcap.data.corpus.packages, docs/corpus.md): 16 packages
+# pinned by version and SHA-256, 2.5 GB of downloads (0ad-data alone 1.38 GB), unpacked to the
+# audio and metadata the readers use under $(ASSETS)/corpus; a rerun skips what is unpacked.
+# Not yet part of `make repro` (no stage reads the corpus yet).
+corpus-assets: | $(STAMP)
+	$(VENV)/bin/clapcap assets corpus-packages --dest $(ASSETS)/corpus
 
 # JOBS stages at once (clapcap.repro: `dvc repro --single-item` per stage, in dependency order;
 # JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.

@@ -35,8 +35,17 @@ def _download(args: argparse.Namespace) -> int:
     return 0
 
 
+def _corpus_packages(args: argparse.Namespace) -> int:
+    from clapcap.data.corpus.packages import fetch_packages
+
+    records = fetch_packages(args.dest, args.only or None, keep_debs=args.keep_debs)
+    for name, record in records.items():
+        print(f"{name} {record['version']}: {record['files']} files, {record['unpacked_bytes'] / 1e6:.1f} MB")
+    return 0
+
+
 def register(subparsers: Any, name: str, help_text: str) -> None:
-    """Add the ``assets`` group with ``setup-offline`` and ``download``."""
+    """Add the ``assets`` group with ``setup-offline``, ``download`` and ``corpus-packages``."""
     group = add_group(subparsers, name, help_text)
     for cmd, handler, text in [
         ("setup-offline", _setup_offline,
@@ -47,3 +56,10 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
         parser = add_command(group, cmd, handler, text)
         parser.add_argument("--cache", default=None,
                             help="cache root (default $CLAPCAP_AAC_CACHE or ~/.cache/clapcap/aac)")
+    parser = add_command(group, "corpus-packages", _corpus_packages,
+                         "apt-get download the real corpus's pinned Debian packages, check their SHA-256 "
+                         "and unpack only the audio and metadata its readers use (docs/corpus.md)")
+    parser.add_argument("--dest", default=".assets/corpus", help="where <package>/ folders go (default .assets/corpus)")
+    parser.add_argument("--only", nargs="+", default=None, metavar="PACKAGE",
+                        help="only these pinned packages (default: all)")
+    parser.add_argument("--keep-debs", action="store_true", help="keep the .deb files under DEST/debs")
