@@ -22,21 +22,8 @@ import logging
 import time
 from pathlib import Path
 
-from clapcap.data.corpus import (
-    asterisk_clips,
-    hedgewars_clips,
-    hydrogen_clips,
-    lmms_clips,
-    megaglest_clips,
-    musescore_programs,
-    openarena_clips,
-    render_kit,
-    render_program,
-    sonic_pi_clips,
-    tuxpaint_clips,
-    ufoai_clips,
-    zero_ad_clips,
-)
+from clapcap.data.corpus import musescore_programs, render_kit, render_program
+from clapcap.data.corpus.assemble import READERS as PACKAGE_READERS
 
 SPEECH_CAP = 0.30
 
@@ -54,18 +41,7 @@ def _avldrums(d: Path) -> list:
             for c in render_kit(root, "avldrums.lv2-soundfont", f"usr/share/sounds/sf2/{kit}", velocities=[30, 70, 110])]
 
 READERS = {
-    "tuxpaint-stamps-default": lambda d: tuxpaint_clips(d / "tuxpaint-stamps-default"),
-    "hydrogen-drumkits": lambda d: hydrogen_clips(d / "hydrogen-drumkits"),
-    "hydrogen-drumkits-effects": lambda d: hydrogen_clips(d / "hydrogen-drumkits-effects", "hydrogen-drumkits-effects"),
-    "ufoai-sound": lambda d: ufoai_clips(d / "ufoai-sound"),
-    "hedgewars-data": lambda d: hedgewars_clips(d / "hedgewars-data"),
-    "0ad-data": lambda d: zero_ad_clips(d / "0ad-data"),
-    "openarena-data": lambda d: openarena_clips(d / "openarena-data"),
-    "megaglest-data": lambda d: megaglest_clips(d / "megaglest-data"),
-    "sonic-pi-samples": lambda d: sonic_pi_clips(d / "sonic-pi-samples"),
-    "lmms-common": lambda d: lmms_clips(d / "lmms-common"),
-    "asterisk-core-sounds-en-wav": lambda d: asterisk_clips(d / "asterisk-core-sounds-en-wav",
-                                                            d / "asterisk-core-sounds-en"),
+    **PACKAGE_READERS,
     "fluid-soundfont-gm": lambda d: [c.record for c in render_program(
         d / "fluid-soundfont-gm", "fluid-soundfont-gm", "usr/share/sounds/sf2/FluidR3_GM.sf2", 73,
         notes=[48, 60, 72, 84], velocities=[40, 80, 110])],

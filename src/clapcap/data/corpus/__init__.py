@@ -2,7 +2,7 @@
 of the unpacked package and returning :class:`ClipRecord` objects with captions by a written
 rule (docs/corpus.md), labels, family, split group, DEP-5 licence and audio SHA-256.
 
-No pipeline stage uses this package yet.
+No pipeline stage uses this package yet: `assemble.build_corpus` writes the corpus as a folder dataset.
 """
 
 from clapcap.data.corpus.asterisk import asterisk_clips
