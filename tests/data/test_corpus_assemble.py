@@ -75,12 +75,13 @@ def test_speech_is_capped_renders_fill_and_test_is_cross_source(packages, tmp_pa
     out = tmp_path / "corpus"
     rows, _ = read_folder(out, out / "metadata.csv")
     sources = {r["file_name"]: r for r in __import__("csv").DictReader(open(out / "sources.csv"))}
-    # 39 packaged non-speech clips + 6 flute renders (3 notes x 2 velocities) = 45; speech at most
-    # 30 %: int(45 * 0.3 / 0.7) = 19 clips, round-robin over fr and de.
-    assert report["renders"] == 6 and report["clips"] == 45 + 19 == len(rows)
+    # 39 packaged non-speech clips + 3 flute renders (of the program's 3 notes x 2 velocities: the
+    # target needs round(60 * 0.7) - 39 = 3) = 42; speech at most 30 %: int(42 * 0.3 / 0.7) = 18
+    # clips, round-robin over fr and de: 60 clips, the target.
+    assert report["renders"] == 3 and report["clips"] == 42 + 18 == 60 == len(rows)
     assert report["speech_fraction"] <= 0.30
     speech = [s for s in sources.values() if s["family"] == "speech"]
-    assert {s["group"] for s in speech} == {"voices/fr", "voices/de"} and len(speech) == 19
+    assert {s["group"] for s in speech} == {"voices/fr", "voices/de"} and len(speech) == 18
     by_split = {r["audio_path"]: r["split"] for _, r in rows.iterrows()}
     for name, split in by_split.items():
         if sources[name]["package"] == "animals" or sources[name]["group"] == "fx/bells":
@@ -93,7 +94,7 @@ def test_speech_is_capped_renders_fill_and_test_is_cross_source(packages, tmp_pa
             owners.setdefault(s[key], set()).add(by_split[name])
         assert all(len(v) == 1 for v in owners.values()), key
     flute = [r for _, r in rows.iterrows() if sources[r["audio_path"]]["is_render"] == "True"]
-    assert len(flute) == 6 and all("flute" in r["captions"][0] for r in flute)
+    assert len(flute) == 3 and all("flute" in r["captions"][0] for r in flute)
     assert not (tmp_path / "corpus.tmp").exists() and json.loads((out / "report.json").read_text()) == report
 
 

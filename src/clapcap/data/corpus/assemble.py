@@ -153,12 +153,24 @@ def _renders(params: CorpusParams, wanted: int, skipped: Counter) -> list[Render
     need = max(0, wanted - len(renders))
     if sources and need:
         programs = sorted(GM_INSTRUMENTS)
-        # Programs are spread over the soundfonts in turn, drawn evenly across the GM families.
-        n_programs = min(len(programs) * len(sources), -(-need // per_program))
+        # Programs are spread over the soundfonts in turn, drawn evenly across the GM families; a
+        # quarter more than needed, since a program with a silent note is skipped whole, and the
+        # renders past the target are dropped.
+        n_programs = min(len(programs) * len(sources), -(-need * 5 // (4 * per_program)))
         picks = np.linspace(0, len(programs) * len(sources) - 1, n_programs).round().astype(int)
+        trained: list[RenderedClip] = []
         for i, source in enumerate(sources):
             mine = sorted({programs[p // len(sources)] for p in picks if p % len(sources) == i})
-            renders += _program_renders(params, source, mine, params.render_notes, params.render_velocities, skipped)
+            trained += _program_renders(params, source, mine, params.render_notes, params.render_velocities, skipped)
+        # Keep whole programs, interleaving the soundfonts, until the target is met.
+        by_program: dict[str, list[RenderedClip]] = defaultdict(list)
+        for clip in trained:
+            by_program[f"{clip.record.package} {clip.record.render.split(' note ')[0]}"].append(clip)
+        for key in sorted(by_program, key=lambda k: (int(k.rsplit(" ", 1)[1]), k)):
+            if need <= 0:
+                break
+            renders += by_program[key][:need]
+            need -= len(by_program[key][:need])
     return renders
 
 
