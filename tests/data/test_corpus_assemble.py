@@ -116,3 +116,14 @@ def test_params_are_checked():
         assemble.CorpusParams(packages=["not-a-package"])
     with pytest.raises(ValueError, match="max_speech_fraction"):
         assemble.CorpusParams(max_speech_fraction=1.0)
+
+
+def test_a_file_that_does_not_decode_is_left_out_and_listed(packages, tmp_path):
+    """lmms-common ships kick04.ogg with a malformed WAV 'fmt ' chunk: it was copied into the
+    corpus, and every reader of the corpus failed on it."""
+    broken = packages / "kit/usr/share/kit/kit1/2.wav"
+    broken.write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt \x02\x00\x00\x00\x01\x00" + b"\x00" * 24)
+    report = assemble.build_corpus(_params(packages, tmp_path))
+    assert report["undecodable"].keys() == {"kit:usr/share/kit/kit1/2.wav"}
+    rows, _ = read_folder(tmp_path / "corpus", tmp_path / "corpus" / "metadata.csv")
+    assert len(rows) == report["clips"] == 59 and "audio/kit/usr/share/kit/kit1/2.wav" not in set(rows["audio_path"])
