@@ -15,6 +15,7 @@ from tests.support.tiny_sf2 import tiny_sf2
 
 from clapcap.data.corpus import assemble
 from clapcap.data.corpus.records import ClipRecord
+from clapcap.data.prepare import load_dataset
 from clapcap.data.readers import read_folder
 from clapcap.errors import ClapcapError, InputError
 
@@ -96,6 +97,15 @@ def test_speech_is_capped_renders_fill_and_test_is_cross_source(packages, tmp_pa
     flute = [r for _, r in rows.iterrows() if sources[r["audio_path"]]["is_render"] == "True"]
     assert len(flute) == 3 and all("flute" in r["captions"][0] for r in flute)
     assert not (tmp_path / "corpus.tmp").exists() and json.loads((out / "report.json").read_text()) == report
+    ds = load_dataset(out)  # the prepared format: the same clips, splits and captions
+    manifest = ds.manifest.set_index("audio_path")
+    assert len(manifest) == 60 and ds.root == out.resolve()
+    for name, row in rows.set_index("audio_path").iterrows():
+        assert manifest.loc[name, "split"] == row["split"] and manifest.loc[name, "captions"] == row["captions"]
+        assert manifest.loc[name, "meta"]["sha256"] == sources[name]["sha256"]
+        info = sf.info(out / name)
+        assert manifest.loc[name, "duration_s"] == round(info.duration, 4)
+        assert manifest.loc[name, "sample_rate"] == info.samplerate
 
 
 def test_a_test_source_that_shares_audio_with_training_is_refused(packages, tmp_path, monkeypatch):
@@ -127,3 +137,32 @@ def test_a_file_that_does_not_decode_is_left_out_and_listed(packages, tmp_path):
     assert report["undecodable"].keys() == {"kit:usr/share/kit/kit1/2.wav"}
     rows, _ = read_folder(tmp_path / "corpus", tmp_path / "corpus" / "metadata.csv")
     assert len(rows) == report["clips"] == 59 and "audio/kit/usr/share/kit/kit1/2.wav" not in set(rows["audio_path"])
+
+
+def _record(group: str, family: str, i: int) -> ClipRecord:
+    return ClipRecord(package=group.split("/")[0], version="1", path=f"{group}/{i}.wav", member=None,
+                      captions=("a sound",), labels=("sound",), family=family, group=group, licence="MIT",
+                      copyright="x", sha256=f"{group}-{i}")
+
+
+def test_val_gets_groups_of_every_family_that_has_several():
+    # One big speech family of many small groups, and effects in four groups: over all groups at
+    # once the small speech groups alone fill val's 10 %; split per family, val also holds effects.
+    records = [_record(f"voice/{v}", "speech", i) for v in range(40) for i in range(20)]
+    records += [_record(f"fx{g}", "effects", i) for g in range(4) for i in range(25)]
+    splits = assemble._assign_splits(records, assemble.CorpusParams(test_groups=[], val_fraction=0.1))
+    val_families = {r.family for r, s in zip(records, splits, strict=True) if s == "val"}
+    assert val_families == {"speech", "effects"}
+    fx_val = sum(s == "val" for r, s in zip(records, splits, strict=True) if r.family == "effects")
+    assert fx_val == 25  # one whole effects group
+
+
+def test_a_family_of_one_or_two_groups_keeps_them_all_in_train():
+    from clapcap.data.corpus.records import holdout_groups
+
+    records = [_record(f"kit{g}", "drums", i) for g in range(2) for i in range(30)]
+    assert holdout_groups(records, 0.1, seed=0) == set()
+    records += [_record("kit2", "drums", i) for i in range(40)]
+    assert holdout_groups(records, 0.1, seed=0) == {"kit0"}  # none fits twice 10: the smallest, by name
+    with pytest.raises(ValueError, match="fraction must be in"):
+        holdout_groups(records, 1.0, seed=0)

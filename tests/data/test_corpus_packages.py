@@ -63,6 +63,8 @@ def test_only_the_audio_and_the_doc_are_unpacked_and_a_rerun_skips(deb, tmp_path
     assert not list((tmp_path / "debs").glob("*.deb")) and not (tmp_path / "hedgewars-data.tmp").exists()
     fetch_packages(tmp_path, download=_downloader(deb, calls), pins=[pin])
     assert calls == ["hedgewars-data"]  # the second run found it unpacked
+    index = json.loads((tmp_path / "packages.json").read_text())  # the stage's one dependency file
+    assert index == {"packages": {"hedgewars-data": records["hedgewars-data"]}}
 
 
 def test_a_hash_mismatch_is_refused_and_nothing_is_unpacked(deb, tmp_path):

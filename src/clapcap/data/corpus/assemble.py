@@ -11,14 +11,16 @@ dataset that ``data.source: folder`` reads (docs/corpus.md, "Assembly").
    groups, so the kept speech covers every language.
 4. Splits by source, never by file: the ``test_groups`` (groups, or whole packages) are the
    cross-source test set; the other groups go whole to train or val
-   (:func:`~clapcap.data.corpus.records.split_by_group`). No group and no audio SHA-256 is in
+   (:func:`~clapcap.data.corpus.records.holdout_groups` picks val's groups from each family's
+   groups apart, a group's family being that of most of its clips). No group and no audio SHA-256 is in
    two splits (checked; a violation is a :class:`~clapcap.errors.ClapcapError`).
 5. Written into ``<out_dir>.tmp`` and renamed when complete: ``audio/<package>/...`` (zip
    members extracted, renders as WAV), ``metadata.csv`` (``file_name``, ``caption_1..N``,
    ``split``, ``labels`` ``;``-separated), ``sources.csv`` (one row per clip: package, version,
    path, member, licence, copyright, sha256, is_render, render, family, group, transcript,
    language) and ``report.json`` (clips per split, family, package; renders; speech fraction;
-   the files that do not decode, left out).
+   the files that do not decode, left out); and the project's prepared format
+   (``manifest.csv``, ``dataset.json``: docs/data.md), so ``load_dataset`` reads it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 import numpy as np
+import pandas as pd
 import soundfile as sf
 from tqdm import tqdm
 
@@ -48,7 +51,7 @@ from clapcap.data.corpus.games import (
     zero_ad_clips,
 )
 from clapcap.data.corpus.hydrogen import hydrogen_clips
-from clapcap.data.corpus.records import ClipRecord, audio_bytes, split_by_group
+from clapcap.data.corpus.records import ClipRecord, audio_bytes, holdout_groups
 from clapcap.data.corpus.samples import lmms_clips, sonic_pi_clips
 from clapcap.data.corpus.soundfont import (
     GM_INSTRUMENTS,
@@ -57,6 +60,7 @@ from clapcap.data.corpus.soundfont import (
     render_program,
 )
 from clapcap.data.corpus.tuxpaint import tuxpaint_clips
+from clapcap.data.manifest import write_manifest
 from clapcap.errors import ClapcapError, InputError
 
 logger = logging.getLogger(__name__)
@@ -93,6 +97,7 @@ class CorpusParams:
         test_groups: groups or whole packages that form the cross-source test set.
         render_notes / render_velocities: the notes of each training-soundfont program.
         musescore_notes: the notes of each MuseScore own-sample program (test only).
+        min_duration_s / max_duration_s: the limits the validation suite checks (not a filter).
     """
 
     packages_dir: str = ".assets/corpus"
@@ -103,11 +108,14 @@ class CorpusParams:
     seed: int = 0
     packages: list[str] = field(default_factory=lambda: [*READERS, FLUID[0], TIMGM[0], MUSESCORE[0], AVLDRUMS[0]])
     test_groups: list[str] = field(default_factory=lambda: [
-        MUSESCORE[0], "tuxpaint-stamps-default/effects", "megaglest-data", "sonic-pi-samples"])
+        MUSESCORE[0], "tuxpaint-stamps-default/effects", "megaglest-data", "sonic-pi-samples",
+        "asterisk-core-sounds-en-wav"])
     render_notes: list[int] = field(default_factory=lambda: list(range(36, 97, 6)))
     render_velocities: list[int] = field(default_factory=lambda: [45, 100])
     musescore_notes: list[int] = field(default_factory=lambda: [48, 60, 72])
     drum_velocities: list[int] = field(default_factory=lambda: [30, 70, 110])
+    min_duration_s: float = 0.01
+    max_duration_s: float = 200.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_speech_fraction < 1 or not 0 < self.val_fraction < 1 or self.target_clips < 1:
@@ -199,9 +207,24 @@ def _in_test(record: ClipRecord, test_groups: list[str]) -> bool:
     return record.group in test_groups or record.package in test_groups
 
 
+def _family_of_groups(records: list[ClipRecord]) -> dict[str, str]:
+    """Each group's family: the most common family of its clips (ties: the first in name order)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for r in records:
+        counts[r.group][r.family] += 1
+    return {g: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for g, c in counts.items()}
+
+
 def _assign_splits(records: list[ClipRecord], params: CorpusParams) -> list[str]:
     rest = [r for r in records if not _in_test(r, params.test_groups)]
-    chosen = split_by_group(rest, {"train": 1 - params.val_fraction, "val": params.val_fraction}, params.seed)
+    # Stratified by family: each family's groups are split on their own, so val holds effects,
+    # instruments, drums and speech whenever a family has groups enough (one split over all
+    # groups sent no effect or instrument group to val: docs/corpus.md).
+    family = _family_of_groups(rest)
+    val: set[str] = set()
+    for fam in sorted(set(family.values())):
+        val |= holdout_groups([r for r in rest if family[r.group] == fam], params.val_fraction, params.seed)
+    chosen = {r.group: "val" if r.group in val else "train" for r in rest}
     splits = ["test" if _in_test(r, params.test_groups) else chosen[r.group] for r in records]
     seen: dict[str, set[str]] = defaultdict(set)
     for key_of in (lambda r: f"group {r.group}", lambda r: f"audio {r.sha256}"):
@@ -262,7 +285,7 @@ def build_corpus(params: CorpusParams) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     n_caps = max(len(r.captions) for r in records)
     taken: set[str] = set()
-    meta_rows, source_rows = [], []
+    meta_rows, source_rows, manifest_rows = [], [], []
     undecodable: dict[str, str] = {}
     kept_records, kept_splits = [], []
     archives: dict[Path, zipfile.ZipFile] = {}  # opened once: 0 A.D.'s public.zip is 3.3 GB
@@ -278,7 +301,7 @@ def build_corpus(params: CorpusParams) -> dict:
         else:
             data = audio_bytes(root, r)
         try:  # a file the package ships broken (lmms-common's kick04.ogg) is left out, and listed
-            sf.read(io.BytesIO(data), frames=-1, dtype="float32")
+            wave, rate = sf.read(io.BytesIO(data), frames=-1, dtype="float32")
         except (sf.LibsndfileError, RuntimeError, ValueError) as err:
             undecodable[f"{r.package}:{r.member or r.path}"] = str(err)[-120:]
             continue
@@ -290,6 +313,12 @@ def build_corpus(params: CorpusParams) -> dict:
         kept_splits.append(split)
         source_rows.append({"file_name": name, **{k: v for k, v in asdict(r).items()
                                                    if k not in ("captions", "labels")}})
+        manifest_rows.append({"clip_id": name.removeprefix("audio/"), "audio_path": name,
+                              "duration_s": round(len(wave) / rate, 4), "sample_rate": int(rate),
+                              "split": split, "source": r.package, "captions": list(r.captions),
+                              "is_audioset_eval": None, "labels": list(r.labels),
+                              "meta": {"family": r.family, "group": r.group, "sha256": r.sha256,
+                                       "is_render": r.is_render, "licence": r.licence}})
     for archive in archives.values():
         archive.close()
     with open(tmp / "metadata.csv", "w", newline="", encoding="utf-8") as f:
@@ -302,6 +331,12 @@ def build_corpus(params: CorpusParams) -> dict:
         writer.writerows(source_rows)
     report = {**_report(kept_records, kept_splits, skipped, params), "undecodable": undecodable}
     (tmp / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    # The project's prepared format too (data/manifest.py), so load_dataset, the validation suite
+    # and the retrieval code read the corpus as they read every dataset.
+    write_manifest(pd.DataFrame(manifest_rows), tmp / "manifest.csv")
+    (tmp / "dataset.json").write_text(json.dumps(
+        {"root": ".", "source": "real_corpus", "n_clips": len(manifest_rows),
+         "total_seconds": round(sum(m["duration_s"] for m in manifest_rows), 1)}, indent=1) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     logger.info("real corpus: %d clips (%s), %d undecodable left out -> %s", len(kept_records),

@@ -31,6 +31,7 @@ from clapcap.utils.io import sha256_file
 logger = logging.getLogger(__name__)
 
 RECORD = ".clapcap-package.json"
+INDEX = "packages.json"
 AUDIO = (".wav", ".ogg", ".flac", ".mp3", ".aif", ".aiff")
 
 
@@ -190,4 +191,17 @@ def fetch_packages(dest: str | Path, names: Sequence[str] | None = None, *, down
         records[pin.name] = record
         logger.info("%s %s: %d files kept (%.1f MB of a %.1f MB package)", pin.name, pin.version, len(kept),
                     record["unpacked_bytes"] / 1e6, size / 1e6)
+    write_index(dest, pins)
     return records
+
+
+def write_index(dest: Path, pins: Sequence[PackagePin] = PINS) -> Path:
+    """Write ``<dest>/INDEX`` (``packages.json``): the record of every pinned package that is
+    unpacked and current, in pin order; the one small file a DVC stage names as its dependency
+    (hashing the 4.2 GB of unpacked packages on every ``dvc status`` would not be)."""
+    current = {p.name: json.loads((dest / p.name / RECORD).read_text()) for p in pins if _is_current(dest / p.name, p)}
+    path = dest / INDEX
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"packages": current}, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path

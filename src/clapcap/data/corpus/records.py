@@ -17,6 +17,7 @@ import logging
 import re
 import sys
 import zipfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,3 +219,35 @@ def split_by_group(records: Sequence[ClipRecord], fractions: Mapping[str, float]
         counts[split] += sizes[comp]
     logger.info("split_by_group: %d groups in %d components -> %s clips", len(rep), len(comps), counts)
     return {g: chosen[c] for g, c in sorted(rep.items())}
+
+
+def holdout_groups(records: Sequence[ClipRecord], fraction: float, seed: int) -> set[str]:
+    """The groups of a held-out split (val) of about ``fraction`` of ``records``' clips.
+
+    Groups that share an audio SHA-256 are merged first. The merged groups are visited in an
+    order drawn with ``numpy.random.default_rng(seed)`` (after sorting them); one is taken while
+    the held-out clips stay at most twice the target (``fraction`` of the clips), until the
+    target is reached. When no group fits (every group is more than twice the target) and there
+    are at least three, the smallest is taken (ties: name order), so a family of few big groups
+    still has one group held out; with one or two groups, none is.
+
+    Returns:
+        The held-out groups (every group of a merged component).
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"holdout fraction must be in (0, 1), found {fraction}")
+    rep = _components(records)
+    sizes = Counter(rep[r.group] for r in records)
+    comps = sorted(sizes)
+    target = fraction * len(records)
+    taken: list[str] = []
+    n = 0
+    for idx in np.random.default_rng(seed).permutation(len(comps)):
+        if n >= target:
+            break
+        if n + sizes[comps[idx]] <= 2 * target:
+            taken.append(comps[idx])
+            n += sizes[comps[idx]]
+    if not taken and len(comps) >= 3:
+        taken = [min(comps, key=lambda c: (sizes[c], c))]
+    return {g for g, c in rep.items() if c in set(taken)}
