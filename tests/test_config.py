@@ -113,6 +113,8 @@ SECTION_CLASSES = {
     "real_benchmark": "clapcap.experiments.real:RealBenchParams",
     "real_captioning": "clapcap.experiments.real:RealCaptionParams",
     "real_data": "clapcap.data.real_bench:RealDataParams",
+    "real_corpus": "clapcap.data.corpus.assemble:CorpusParams",
+    "real_clap": "clapcap.experiments.real_clap:RealClapParams",
     "caption_sbert": "clapcap.evaluation.caption_scores:CaptionScoreParams",
     "captioning": "clapcap.captioning.config:CaptioningParams",
     "checkpoint_identity": "clapcap.encoders.config:IdentityParams",
