@@ -76,7 +76,7 @@ $(ENGINE_STAMP): requirements/engine.txt | $(STAMP)
 ASSETS ?= .assets
 GCOMPRIS_DEB := $(ASSETS)/gcompris-qt-data_3.1-2_all.deb
 AUDIOEVAL_WHEEL := $(ASSETS)/pytest_audioeval-0.1.3-py3-none-any.whl
-assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL)
+assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL) corpus-assets
 
 $(GCOMPRIS_DEB):
 	@mkdir -p $(ASSETS)
@@ -91,7 +91,8 @@ $(AUDIOEVAL_WHEEL): | $(STAMP)
 # The real corpus's Debian packages (clapcap.data.corpus.packages, docs/corpus.md): 16 packages
 # pinned by version and SHA-256, 2.5 GB of downloads (0ad-data alone 1.38 GB), unpacked to the
 # audio and metadata the readers use under $(ASSETS)/corpus; a rerun skips what is unpacked.
-# Not yet part of `make repro` (no stage reads the corpus yet).
+# Part of `make assets` (so of `make repro`: the prepare_real_corpus stage reads them). Measured:
+# 2 min 10 s, 4.2 GB of disk.
 corpus-assets: | $(STAMP)
 	$(VENV)/bin/clapcap assets corpus-packages --dest $(ASSETS)/corpus
 

@@ -136,7 +136,10 @@ def test_a_file_that_does_not_decode_is_left_out_and_listed(packages, tmp_path):
     report = assemble.build_corpus(_params(packages, tmp_path))
     assert report["undecodable"].keys() == {"kit:usr/share/kit/kit1/2.wav"}
     rows, _ = read_folder(tmp_path / "corpus", tmp_path / "corpus" / "metadata.csv")
-    assert len(rows) == report["clips"] == 59 and "audio/kit/usr/share/kit/kit1/2.wav" not in set(rows["audio_path"])
+    # 41 non-speech clips are left, so the speech cap allows int(41 * 0.3 / 0.7) = 17 of the 18
+    # taken: the last one goes, and speech stays at most 30 % of what is kept.
+    assert len(rows) == report["clips"] == 58 and "audio/kit/usr/share/kit/kit1/2.wav" not in set(rows["audio_path"])
+    assert report["speech_fraction"] <= 0.30 and len(list((tmp_path / "corpus/audio").rglob("*.wav"))) == 58
 
 
 def _record(group: str, family: str, i: int) -> ClipRecord:

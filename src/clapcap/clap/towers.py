@@ -175,6 +175,8 @@ def minilm_features(texts: Sequence[str], *, model: Any = None, batch_size: int 
                     progress: bool = True) -> np.ndarray:
     """(M, 384) sentence embeddings (unit length) of ``texts``."""
     st = model if model is not None else load_minilm_sentence_model()
+    if not texts:
+        return np.zeros((0, st.get_sentence_embedding_dimension()), dtype=np.float32)
     out = st.encode(list(texts), batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
     return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 

@@ -91,6 +91,7 @@ class RealClapParams:
     bootstrap_seed: int = 0
     baseline_top_classes: int = 5
     label_prompt: str = "the sound of {label}"
+    extra_tests: dict[str, str] = field(default_factory=lambda: {"real_benchmark": "data/real"})
 
     def __post_init__(self) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -101,47 +102,66 @@ class RealClapParams:
             raise ValueError("real_clap: baseline_top_classes >= 1 and a label_prompt with {label} expected")
 
 
-def compute_features(params: RealClapParams, *, progress: bool = True) -> Path:
-    """Run both towers once over the corpus and write ``params.features`` (module docstring)."""
+def compute_features(params: RealClapParams, *, progress: bool = True) -> list[Path]:
+    """Run both towers once over the corpus (``params.features``) and each extra test set
+    (``extra_features(params)``); module docstring."""
+    from clapcap.pretrained.yamnet import load_yamnet
+
+    yamnet, st = load_yamnet(), load_minilm_sentence_model()
+    return [dataset_features(params.dataset_dir, params.features, params.label_prompt, yamnet, st, progress=progress),
+            *(dataset_features(d, path, params.label_prompt, yamnet, st, progress=progress)
+              for d, path in zip(params.extra_tests.values(), extra_features(params).values(), strict=True))]
+
+
+def extra_features(params: RealClapParams) -> dict[str, Path]:
+    """``{name: features file}`` of the extra test sets: ``<features folder>/<name>.npz``."""
+    return {name: Path(params.features).with_name(f"{name}.npz") for name in params.extra_tests}
+
+
+def dataset_features(dataset_dir: str, path: str | Path, label_prompt: str, yamnet: Any, st: Any, *,
+                     progress: bool = True) -> Path:
+    """Both towers over one prepared dataset, written to ``path``; a clip's family is its
+    ``meta.family`` (the real corpus), else its ``source`` (the real benchmark)."""
     from clapcap.clap.features import iter_split_audio
     from clapcap.data.prepare import load_dataset
-    from clapcap.pretrained.yamnet import SAMPLE_RATE, load_yamnet
+    from clapcap.pretrained.yamnet import SAMPLE_RATE
 
-    manifest = load_dataset(params.dataset_dir).manifest
-    yamnet = load_yamnet()
-    waves = (wave for _, wave in iter_split_audio(params.dataset_dir, "all", SAMPLE_RATE, progress=False))
+    manifest = load_dataset(dataset_dir).manifest
+    waves = (wave for _, wave in iter_split_audio(dataset_dir, "all", SAMPLE_RATE, progress=False))
     audio, logits = yamnet_features(waves, model=yamnet, total=len(manifest), progress=progress)
     captions, owner = [], []
     for i, caps in enumerate(manifest["captions"]):
         captions += list(caps)
         owner += [i] * len(caps)
-    labels = sorted({lab for labs in manifest["labels"] for lab in (labs or [])})
-    st = load_minilm_sentence_model()
+    label_lists = [labs if isinstance(labs, list) else [] for labs in manifest.get("labels", [None] * len(manifest))]
+    labels = sorted({lab for labs in label_lists for lab in labs})
     distinct = sorted(set(captions))
     row_of = {c: i for i, c in enumerate(distinct)}
     distinct_text = minilm_features(distinct, model=st, progress=progress)
     label_matrix = np.zeros((len(manifest), len(labels)), dtype=bool)
-    for i, labs in enumerate(manifest["labels"]):
-        for lab in labs or []:
+    for i, labs in enumerate(label_lists):
+        for lab in labs:
             label_matrix[i, labels.index(lab)] = True
-    out = Path(params.features)
+    metas = [m if isinstance(m, dict) else {} for m in manifest.get("meta", [None] * len(manifest))]
+    out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     write_npz_deterministic(tmp, {
         "clip_id": np.asarray(manifest["clip_id"], dtype=str), "split": np.asarray(manifest["split"], dtype=str),
-        "family": np.asarray([m["family"] for m in manifest["meta"]], dtype=str),
+        "family": np.asarray([m.get("family", src) for m, src in zip(metas, manifest["source"], strict=True)],
+                             dtype=str),
         "audio": audio, "yamnet_logits": logits,
         "captions": np.asarray(captions, dtype=str), "caption_clip_index": np.asarray(owner, dtype=np.int64),
         "text": distinct_text[[row_of[c] for c in captions]],
         "class_names": np.asarray(yamnet.class_names, dtype=str),
         "class_text": minilm_features(list(yamnet.class_names), model=st, progress=False),
         "labels": np.asarray(labels, dtype=str), "label_matrix": label_matrix,
-        "label_text": minilm_features([params.label_prompt.format(label=lab) for lab in labels], model=st,
-                                      progress=False),
+        "label_text": minilm_features([label_prompt.format(label=lab) for lab in labels], model=st,
+                                      progress=False).reshape(len(labels), -1),
     })
     tmp.replace(out)
-    logger.info("real CLAP features: %d clips, %d captions, %d labels -> %s", len(manifest), len(captions),
-                len(labels), out)
+    logger.info("tower features of %s: %d clips, %d captions, %d labels -> %s", dataset_dir, len(manifest),
+                len(captions), len(labels), out)
     return out
 
 
@@ -233,6 +253,9 @@ def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: 
     import torch
 
     rows = np.flatnonzero((f["split"] == "test") & f["label_matrix"].any(axis=1))
+    if len(rows) == 0:
+        return {"clips": 0, "labels": 0, "chance": None, "tower_clap": None, "tower_clap_per_seed": [],
+                "yamnet_names": None}
     used = f["label_matrix"][rows].any(axis=0)
     positives, label_text = f["label_matrix"][rows][:, used], f["label_text"][used]
     accs = []
@@ -248,7 +271,8 @@ def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: 
             "yamnet_names": round(float(zero_shot_accuracy(base, positives).mean()), 6)}
 
 
-def _findings(systems: dict[str, list[dict]], params: RealClapParams) -> list[dict]:
+def _findings(systems: dict[str, list[dict]], params: RealClapParams, *, prefix: str = "real_clap",
+              where: str = "On real sounds from unseen sources") -> list[dict]:
     def scores(name: str, direction: str) -> SeedScores:
         rows = np.stack([pq[direction]["r@10"] for pq in systems[name]])
         seeds = tuple(params.seeds) if rows.shape[0] == len(params.seeds) else (0,)
@@ -258,9 +282,8 @@ def _findings(systems: dict[str, list[dict]], params: RealClapParams) -> list[di
     for direction in ("t2a", "a2t"):
         for b, what in (("yamnet_names", "YAMNet's own class names matched to the caption"),
                         ("untrained_heads", "the same towers with untrained heads")):
-            spec = FindingSpec(id=f"real_clap.{direction}_r10_vs_{b}", metric=f"{direction} r@10", a="tower_clap", b=b,
-                               claim="greater",
-                               statement=f"On real sounds from unseen sources, the tower CLAP beats {what}")
+            spec = FindingSpec(id=f"{prefix}.{direction}_r10_vs_{b}", metric=f"{direction} r@10", a="tower_clap", b=b,
+                               claim="greater", statement=f"{where}, the tower CLAP beats {what}")
             out.append(evaluate_finding(spec, scores("tower_clap", direction), scores(b, direction),
                                         paired_seeds=b == "untrained_heads", n_resamples=params.n_resamples,
                                         confidence=params.confidence, rng_seed=params.bootstrap_seed))
@@ -296,13 +319,24 @@ def run_real_clap(params: RealClapParams) -> dict[str, Any]:
     pooled, systems = evaluate(f, trained, untrained, params)
     families = {fam: evaluate(f, trained, untrained, params, family=fam)[0]
                 for fam in sorted(set(f["family"][f["split"] == "test"]))}
+    findings = _findings(systems, params)
+    extra: dict[str, Any] = {}
+    for name, path in extra_features(params).items():
+        g = load_features(path)
+        block, extra_systems = evaluate(g, trained, untrained, params)
+        extra[name] = {"test": block, "zero_shot": zero_shot(g, trained, params),
+                       "test_per_family": {fam: evaluate(g, trained, untrained, params, family=fam)[0]
+                                           for fam in sorted(set(g["family"][g["split"] == "test"]))}}
+        findings += _findings(extra_systems, params, prefix=f"real_clap.{name}",
+                              where=f"On {params.extra_tests[name]} ({block['clips']} real recordings)")
     metrics = {"test": pooled, "test_per_family": families, "zero_shot": zero_shot(f, trained, params),
+               "extra_tests": extra,
                "seeds": params.seeds, "model_seed": best_seed, "val_t2a_r@10": {str(s): v for s, v in val_best.items()},
                "clips": {s: int((f["split"] == s).sum()) for s in SPLITS}}
     out = Path(params.out_dir)
     write_json(out / "metrics.json", metrics)
     write_json(out / "history.json", history)
-    publish_findings(_findings(systems, params), out / "conclusions.json", out / "findings.md")
+    publish_findings(findings, out / "conclusions.json", out / "findings.md")
     (out / "report.md").write_text(report_markdown(metrics))
     return metrics
 
@@ -324,15 +358,19 @@ def report_markdown(metrics: dict[str, Any]) -> str:
                                                  for d in ("t2a", "a2t") for m in names) + " |")
         return lines
 
-    test = metrics["test"]
-    out = ["# The tower CLAP on the real corpus's cross-source test", "",
-           f"{test['clips']} clips, {test['captions']} captions; seeds {metrics['seeds']} "
-           f"(mean over seeds, 95 % bootstrap interval over test queries).", "", *table(test), ""]
-    for fam, block in metrics["test_per_family"].items():
-        out += [f"## {fam} ({block['clips']} clips, {block['captions']} captions)", "", *table(block), ""]
-    zs = metrics["zero_shot"]
-    out += ["## Zero-shot label accuracy", "",
-            f"{zs['clips']} labelled test clips, {zs['labels']} labels: tower CLAP {zs['tower_clap']:.3f} "
-            f"(per seed {zs['tower_clap_per_seed']}), YAMNet class names {zs['yamnet_names']:.3f}, "
-            f"chance {zs['chance']:.3f}.", ""]
-    return "\n".join(out)
+    def section(title: str, m: dict[str, Any], level: str) -> list[str]:
+        test, zs = m["test"], m["zero_shot"]
+        out = [f"{level} {title}", "", f"{test['clips']} clips, {test['captions']} captions; seeds {metrics['seeds']} "
+               "(mean over seeds, 95 % bootstrap interval over test queries).", "", *table(test), ""]
+        for fam, block in m["test_per_family"].items():
+            out += [f"{level}# {fam} ({block['clips']} clips, {block['captions']} captions)", "", *table(block), ""]
+        out += [f"{level}# Zero-shot label accuracy", ""] + (["No labelled clips.", ""] if not zs["clips"] else [
+                f"{zs['clips']} labelled test clips, {zs['labels']} labels: tower CLAP {zs['tower_clap']:.3f} "
+                f"(per seed {zs['tower_clap_per_seed']}), YAMNet class names {zs['yamnet_names']:.3f}, "
+                f"chance {zs['chance']:.3f}.", ""])
+        return out
+
+    lines = section("The tower CLAP on the real corpus's cross-source test", metrics, "#")
+    for name, m in metrics.get("extra_tests", {}).items():
+        lines += section(f"The tower CLAP on `{name}`", m, "##")
+    return "\n".join(lines)

@@ -321,6 +321,15 @@ def build_corpus(params: CorpusParams) -> dict:
                                        "is_render": r.is_render, "licence": r.licence}})
     for archive in archives.values():
         archive.close()
+    # Undecodable files leave fewer non-speech clips than the cap assumed: drop the last speech
+    # clips taken (speech comes last, in round-robin order) so the cap holds on what is kept.
+    n_other = sum(r.family != "speech" for r in kept_records)
+    excess = len(kept_records) - n_other - int(n_other * params.max_speech_fraction / (1 - params.max_speech_fraction))
+    for _ in range(max(0, excess)):
+        assert kept_records[-1].family == "speech"
+        (tmp / meta_rows[-1][0]).unlink()
+        for rows in (meta_rows, source_rows, manifest_rows, kept_records, kept_splits):
+            rows.pop()
     with open(tmp / "metadata.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["file_name", *[f"caption_{i + 1}" for i in range(n_caps)], "split", "labels"])
