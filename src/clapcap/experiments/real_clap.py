@@ -271,8 +271,8 @@ def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: 
             "yamnet_names": round(float(zero_shot_accuracy(base, positives).mean()), 6)}
 
 
-def _findings(systems: dict[str, list[dict]], params: RealClapParams, *, prefix: str = "real_clap",
-              where: str = "On real sounds from unseen sources") -> list[dict]:
+def _findings(systems: dict[str, list[dict]], params: RealClapParams, *, prefix: str,
+              where: str) -> list[dict]:
     def scores(name: str, direction: str) -> SeedScores:
         rows = np.stack([pq[direction]["r@10"] for pq in systems[name]])
         seeds = tuple(params.seeds) if rows.shape[0] == len(params.seeds) else (0,)
@@ -283,7 +283,8 @@ def _findings(systems: dict[str, list[dict]], params: RealClapParams, *, prefix:
         for b, what in (("yamnet_names", "YAMNet's own class names matched to the caption"),
                         ("untrained_heads", "the same towers with untrained heads")):
             spec = FindingSpec(id=f"{prefix}.{direction}_r10_vs_{b}", metric=f"{direction} r@10", a="tower_clap", b=b,
-                               claim="greater", statement=f"{where}, the tower CLAP beats {what}")
+                               claim="greater",
+                               statement=f"{where}, the tower CLAP beats {what} ({direction} R@10)")
             out.append(evaluate_finding(spec, scores("tower_clap", direction), scores(b, direction),
                                         paired_seeds=b == "untrained_heads", n_resamples=params.n_resamples,
                                         confidence=params.confidence, rng_seed=params.bootstrap_seed))
@@ -319,7 +320,8 @@ def run_real_clap(params: RealClapParams) -> dict[str, Any]:
     pooled, systems = evaluate(f, trained, untrained, params)
     families = {fam: evaluate(f, trained, untrained, params, family=fam)[0]
                 for fam in sorted(set(f["family"][f["split"] == "test"]))}
-    findings = _findings(systems, params)
+    findings = _findings(systems, params, prefix="real_clap",
+                         where=f"On real sounds from sources no training clip comes from ({pooled['clips']} clips)")
     extra: dict[str, Any] = {}
     for name, path in extra_features(params).items():
         g = load_features(path)
@@ -328,7 +330,7 @@ def run_real_clap(params: RealClapParams) -> dict[str, Any]:
                        "test_per_family": {fam: evaluate(g, trained, untrained, params, family=fam)[0]
                                            for fam in sorted(set(g["family"][g["split"] == "test"]))}}
         findings += _findings(extra_systems, params, prefix=f"real_clap.{name}",
-                              where=f"On {params.extra_tests[name]} ({block['clips']} real recordings)")
+                              where=f"On the {block['clips']} real recordings of {name} ({params.extra_tests[name]})")
     metrics = {"test": pooled, "test_per_family": families, "zero_shot": zero_shot(f, trained, params),
                "extra_tests": extra,
                "seeds": params.seeds, "model_seed": best_seed, "val_t2a_r@10": {str(s): v for s, v in val_best.items()},
