@@ -6,11 +6,12 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real_clap import RealClapParams, run_real_clap
+from clapcap.experiments.real_clap import RealClapParams
+from clapcap.tracked.real_clap import run_tracked_real_clap
 
 
 def main() -> int:
-    run_real_clap(load_section(RealClapParams, "real_clap"))
+    run_tracked_real_clap(load_section(RealClapParams, "real_clap"))
     return 0
 
 

