@@ -84,10 +84,12 @@ def register_commands(group: Any) -> None:
     p.add_argument("--dataset", required=True, help="prepared dataset folder (manifest.csv)")
     p.add_argument("--split", default="test", help="train, val, test or all")
     p.add_argument("--out", required=True, help="output .npz")
-    p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames"],
-                   help="encoder: a transformers CLAP, a laion_clap checkpoint, or frame-level HF CLAP")
+    p.add_argument("--backend", default="hf_clap", choices=["hf_clap", "laion_clap", "hf_frames", "tower_clap"],
+                   help="encoder: a transformers CLAP, a laion_clap checkpoint, frame-level HF CLAP, or the "
+                        "tower CLAP (YAMNet + MiniLM heads, models/real_clap/model)")
     p.add_argument("--checkpoint", required=True,
-                   help="HF folder or hub id (hf_clap), laion .pt (laion_clap), or `random` for a random model "
+                   help="HF folder or hub id (hf_clap), laion .pt (laion_clap), tower CLAP folder (tower_clap), "
+                        "or `random` for a random model "
                         "(a tiny one for hf_clap/hf_frames; smoke tests only)")
     p.add_argument("--revision", default="", help="hf_clap hub ids: branch, tag or commit (empty = main); "
                    "the commit is recorded in the dump's meta")

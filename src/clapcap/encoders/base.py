@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-Backend = Literal["hf_clap", "laion_clap", "hf_frames", "logmel_stats"]
+Backend = Literal["hf_clap", "laion_clap", "hf_frames", "logmel_stats", "tower_clap"]
 
 
 @dataclass
@@ -24,8 +24,9 @@ class EncoderConfig:
 
     Attributes:
         name: label used in dump file names and reports.
-        backend: ``hf_clap`` (transformers ``ClapModel``), ``laion_clap`` (``CLAP_Module``)
-            or ``hf_frames`` (any HF audio encoder, frame-level output, audio only).
+        backend: ``hf_clap`` (transformers ``ClapModel``), ``laion_clap`` (``CLAP_Module``),
+            ``hf_frames`` (any HF audio encoder, frame-level output, audio only) or
+            ``tower_clap`` (YAMNet and MiniLM with trained heads, :mod:`clapcap.clap.towers`).
         checkpoint: HF folder or hub id (``hf_clap``/``hf_frames``); a laion ``.pt`` file
             (``laion_clap``; empty = random weights). Empty for ``hf_clap``/``hf_frames``
             builds a tiny random model from ``tiny_seed`` (tests, smoke runs).

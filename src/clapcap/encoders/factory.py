@@ -22,7 +22,7 @@ def create_encoder(cfg: EncoderConfig | PretrainedEncoderConfig) -> AudioEncoder
     """Build the encoder that ``cfg`` describes.
 
     Returns:
-        An :class:`AudioTextEncoder` (``hf_clap``, ``laion_clap``) or an :class:`AudioEncoder`
+        An :class:`AudioTextEncoder` (``hf_clap``, ``laion_clap``, ``tower_clap``) or an :class:`AudioEncoder`
         (``hf_frames``, ``logmel_stats``, and the pretrained ``aisfx``, ``whisper_ct2``,
         ``torchcrepe`` and ``yamnet``, which also have ``embed_audio_frames``).
 
@@ -41,8 +41,12 @@ def create_encoder(cfg: EncoderConfig | PretrainedEncoderConfig) -> AudioEncoder
         return FrameEncoder.from_config(cfg)
     if cfg.backend == "logmel_stats":
         return LogMelStatsEncoder.from_config(cfg)
+    if cfg.backend == "tower_clap":
+        from clapcap.encoders.tower_clap import TowerClapEncoder
+
+        return TowerClapEncoder(cfg)
     raise ValueError(f"unknown encoder backend {cfg.backend!r}; "
-                     "expected hf_clap, laion_clap, hf_frames or logmel_stats")
+                     "expected hf_clap, laion_clap, hf_frames, logmel_stats or tower_clap")
 
 
 def _create_pretrained(cfg: PretrainedEncoderConfig) -> AudioEncoder:
