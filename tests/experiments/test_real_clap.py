@@ -128,3 +128,8 @@ def test_the_tracked_stage_logs_registers_and_serves_text_queries(tmp_path, monk
     assert version.tags["test_t2a_r10"] == f"{r10['value']:.4f}" and not version.aliases  # no alias outside DVC
     embeds = mlflow.pyfunc.load_model("models:/test-tower-clap/1").predict(["a dog barking"])
     assert np.asarray(embeds).shape == (1, 256)
+    monkeypatch.setenv("DVC_STAGE", "real_clap")  # under DVC: the first champion, then challengers
+    run_tracked_real_clap(params)
+    run_tracked_real_clap(params)
+    assert int(client.get_model_version_by_alias("test-tower-clap", "champion").version) == 2
+    assert int(client.get_model_version_by_alias("test-tower-clap", "challenger").version) == 3

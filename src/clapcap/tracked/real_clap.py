@@ -3,7 +3,8 @@ params and provenance, the chosen seed's training curve (``train/loss``, ``val/t
 epoch), the test metrics of the trained heads with their bootstrap intervals (``test/t2a/r10``,
 ``..._ci_low``/``_ci_high``; zero-shot ``test/a2l/accuracy``), the report files, and the model (a
 text-query pyfunc over ``<model_dir>/model``) registered as ``registered_model``. Only a run under
-DVC (``$DVC_STAGE``) points ``alias`` at the new version, as for the other CLAPs."""
+DVC (``$DVC_STAGE``) sets an alias: ``alias`` on the first version, ``challenger`` on a later one
+(no promotion on evidence yet: a person promotes with ``clapcap registry promote``)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,12 @@ def log_real_clap(params: RealClapParams, metrics: dict[str, Any], history: list
     uri = tracking.log_loader_pyfunc_model("tower_clap", "clapcap.clap.towers:pyfunc_loader",
                                            artifacts={"model_dir": str(Path(params.model_dir) / "model")},
                                            input_example=EXAMPLE)
-    alias = params.alias if tracking.dvc_stage() is not None else None
+    alias = None
+    if tracking.dvc_stage() is not None:
+        # No promotion on evidence yet (the versions' item scores are not logged): the first
+        # version becomes the champion, a later one the challenger, promoted by a person with
+        # `clapcap registry promote` (docs/tracking.md).
+        alias = params.alias if tracking.alias_version(params.registered_model, params.alias) is None else "challenger"
     version = tracking.register_model(uri, params.registered_model, alias=alias, tags={
         "test_t2a_r10": f"{trained['t2a']['r@10']['value']:.4f}", "model_seed": str(metrics["model_seed"]),
         "dataset": params.dataset_dir})
