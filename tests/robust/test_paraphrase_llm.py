@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
-from clapcap.paraphrase.client import LLMError
+from clapcap.llm.errors import LLMError
+from clapcap.llm.secrets import SecretStr, resolve_api_key
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser, build_client, open_cache
 from clapcap.paraphrase.prompts import MalformedAnswer, parse_correction, parse_generation
-from clapcap.paraphrase.secrets import SecretStr, resolve_api_key
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
