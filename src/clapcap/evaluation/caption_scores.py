@@ -41,7 +41,7 @@ class CaptionScoreParams:
     progress: bool = True
 
 
-def bootstrap_ci(values: np.ndarray, *, n_resamples: int, seed: int, confidence: float = 0.95) -> list[float]:
+def mean_interval(values: np.ndarray, *, n_resamples: int, seed: int, confidence: float = 0.95) -> list[float]:
     """Percentile bootstrap interval of the mean of ``values`` (resampling items with replacement)."""
     rng = np.random.default_rng(seed)
     means = values[rng.integers(0, len(values), size=(n_resamples, len(values)))].mean(axis=1)
@@ -107,7 +107,7 @@ def score_study(params: CaptionScoreParams) -> dict[str, Any]:
         scored = score_predictions(read_json(path), references, model=model)
         items = np.array(list(scored["items"].values()))
         runs[name] = {"corpus": scored["corpus"], "n": scored["n"],
-                      "ci95": bootstrap_ci(items, n_resamples=params.n_resamples, seed=params.seed)}
+                      "ci95": mean_interval(items, n_resamples=params.n_resamples, seed=params.seed)}
     record = {"metric": METRIC, "definition": "docs/captioning.md#sbert_sim_minilm",
               "runs": runs, "configs": summarize_configs(runs)}
     write_json(params.out, record)

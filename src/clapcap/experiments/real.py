@@ -197,7 +197,7 @@ def run_real_captioning(params: RealCaptionParams, *, compute: Compute | None = 
     Returns:
         ``{"n_clips", "systems": {name: {"corpus", "ci", "unavailable", "primary"}}}``.
     """
-    from clapcap.evaluation.caption_scores import bootstrap_ci
+    from clapcap.evaluation.caption_scores import mean_interval
     from clapcap.evaluation.captioning_metrics import score_captions
     from clapcap.evaluation.sbert import METRIC as SBERT
     from clapcap.evaluation.sbert import load_minilm
@@ -217,7 +217,7 @@ def run_real_captioning(params: RealCaptionParams, *, compute: Compute | None = 
             s["corpus"][SBERT] = sb["corpus"]
             for c in refs:
                 s["per_clip"][c][SBERT] = sb["items"][c]
-        ci = {m: bootstrap_ci(np.asarray([s["per_clip"][c][m] for c in refs], dtype=np.float64),
+        ci = {m: mean_interval(np.asarray([s["per_clip"][c][m] for c in refs], dtype=np.float64),
                               n_resamples=params.n_resamples, seed=params.seed, confidence=params.confidence)
               for m in s["corpus"] if all(m in s["per_clip"][c] for c in refs)}
         result["systems"][name] = {"corpus": s["corpus"], "ci": ci, "unavailable": s.get("unavailable", {}),

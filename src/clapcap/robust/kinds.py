@@ -39,7 +39,7 @@ from clapcap.compute import Compute, or_default
 from clapcap.data.manifest import write_manifest
 from clapcap.data.prepare import load_dataset
 from clapcap.data.synth_text import LABELS, TRAIN, VIEW2
-from clapcap.evaluation.caption_scores import bootstrap_ci
+from clapcap.evaluation.caption_scores import mean_interval
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.robust.benchmark import evaluate_model, load_waves, sample_rate_of
@@ -210,7 +210,7 @@ def run_kind_study(bench: RobustBenchParams, study: RobustSeedParams, train: Rob
             if kind != "original":  # the drop, its interval over queries of the seed-mean drop
                 drop = scores(role, kind, True).values.mean(axis=0)
                 entry[kind]["drop"] = float(drop.mean())
-                entry[kind]["drop_ci"] = bootstrap_ci(drop, n_resamples=study.n_resamples, seed=0,
+                entry[kind]["drop_ci"] = mean_interval(drop, n_resamples=study.n_resamples, seed=0,
                                                       confidence=study.confidence)
         result["models"][names[role]] = entry
     write_json(Path(params.out_dir) / "kinds.json", result)
