@@ -83,7 +83,9 @@ def test_the_stage_trains_saves_and_measures_every_system(tmp_path, monkeypatch)
     findings = json.loads((out / "conclusions.json").read_text())["findings"]
     verdicts = {f["id"]: f["verdict"] for f in findings}
     assert verdicts["real_clap.t2a_r10_vs_untrained_heads"] == "holds"
-    assert len(verdicts) == 8 and "real_clap.bench.a2t_r10_vs_untrained_heads" in verdicts
+    assert len(verdicts) == 12 and "real_clap.bench.a2t_r10_vs_untrained_heads" in verdicts
+    assert "real_clap.class_route.t2a_r10_vs_tower_clap" in verdicts
+    assert set(test) >= {"class_route"} and "class_route" in metrics["zero_shot"]
     bench = metrics["extra_tests"]["bench"]
     assert bench["test"]["clips"] == 30 and set(bench["test_per_family"]) == {"drums", "effects"}
     assert bench["test"]["tower_clap"]["t2a"]["r@10"]["value"] < 0.5  # another linear map: nothing to transfer
@@ -117,6 +119,7 @@ def test_the_tracked_stage_logs_registers_and_serves_text_queries(tmp_path, monk
                             train=HeadTrainParams(epochs=3, batch_size=32), n_resamples=100, extra_tests={},
                             baseline_top_classes=2, registered_model="test-tower-clap")
     metrics = run_tracked_real_clap(params)
+    assert json.loads((tmp_path / "out" / "conclusions.json").read_text())["findings"] == []  # one seed: none
     client = mlflow.MlflowClient()
     version = client.get_model_version("test-tower-clap", "1")
     run = client.get_run(version.run_id)

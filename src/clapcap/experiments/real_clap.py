@@ -18,6 +18,10 @@ systems rank the same captions and clips:
   score clip ``j`` as ``sum_c w_c * sigmoid(logit_jc) / sum_c w_c``;
 - ``untrained_heads``: the heads at their seeded initialisation (one row per seed): the towers
   alone without alignment;
+- ``class_route`` (when ``class_route``; an ablation row, not saved): heads trained as the
+  default's on :func:`with_class_route` features, which append YAMNet's 521 class scores to the
+  clip embedding and the text's 521 class-name cosines to the text embedding, so a head can keep
+  the route ``yamnet_names`` takes;
 - ``chance``: the expected value of a random ranking (R@k only; :func:`chance_recall`).
 
 Metrics are the project's (:func:`clapcap.retrieval.metrics.per_query_metrics`): t2a and a2t
@@ -29,14 +33,15 @@ and ``yamnet_names`` (a prompt matched to class names as a caption is). **Per fa
 same retrieval metrics within each family's test clips and their captions (a smaller pool, so
 its chance is given beside it). **Findings** (two-level seed bootstrap,
 :mod:`clapcap.reporting.conclusions`): the trained heads beat ``yamnet_names`` and the
-untrained heads at t2a and a2t R@10.
+untrained heads at t2a and a2t R@10, and ``class_route`` beats the plain heads (paired by seed);
+no finding with a single training seed.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +97,7 @@ class RealClapParams:
     baseline_top_classes: int = 5
     label_prompt: str = "the sound of {label}"
     extra_tests: dict[str, str] = field(default_factory=lambda: {"real_benchmark": "data/real"})
+    class_route: bool = True
     track: bool = True
     registered_model: str = "clapcap-tower-clap"
     alias: str = "champion"
@@ -190,6 +196,17 @@ def split_features(f: dict[str, np.ndarray], split: str, family: str | None = No
     return PairedFeatures(f["audio"][rows], f["text"][caps], new_index[f["caption_clip_index"][caps]]), rows
 
 
+def with_class_route(f: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The features of the ``class_route`` row: YAMNet's 521 class scores (sigmoid) appended to
+    each clip's embedding, and each text's 521 cosines to the class names appended to its
+    embedding, so a linear head can keep the route ``yamnet_names`` takes (module docstring)."""
+    g = dict(f)
+    g["audio"] = np.concatenate([f["audio"], 1.0 / (1.0 + np.exp(-f["yamnet_logits"]))], axis=1).astype(np.float32)
+    for key in ("text", "label_text"):
+        g[key] = np.concatenate([f[key], f[key] @ f["class_text"].T], axis=1).astype(np.float32)
+    return g
+
+
 def chance_recall(captions_per_clip: np.ndarray, k: int) -> dict[str, float]:
     """Expected R@k of a random ranking: t2a ``min(k, n) / n`` (one relevant clip per caption);
     a2t ``1 - C(M - c, k) / C(M, k)`` averaged over clips (``M`` captions, ``c`` the clip's)."""
@@ -227,22 +244,32 @@ def _summary(pq: dict[str, dict[str, np.ndarray]], params: RealClapParams, names
                     "high": round(ci[d][m]["high"], 6)} for m in names} for d in pq}
 
 
+Routed = list[ProjectionHeads]  # the class_route row's heads, one per seed (they read with_class_route features)
+
+
 def _systems(f: dict[str, np.ndarray], split: PairedFeatures, rows: np.ndarray, trained: list[ProjectionHeads],
-             untrained: list[ProjectionHeads], params: RealClapParams) -> dict[str, list[dict]]:
+             untrained: list[ProjectionHeads], params: RealClapParams, routed: Routed,
+             family: str | None) -> dict[str, list[dict]]:
     ks = tuple(params.ks)
     base = name_baseline_similarity(f, split.text, rows, params.baseline_top_classes)
-    return {"tower_clap": [per_query_metrics(similarity(h, split), split.caption_clip_index, ks=ks) for h in trained],
-            "yamnet_names": [per_query_metrics(base, split.caption_clip_index, ks=ks)],
-            "untrained_heads": [per_query_metrics(similarity(h, split), split.caption_clip_index, ks=ks)
-                                for h in untrained]}
+    out = {"tower_clap": [per_query_metrics(similarity(h, split), split.caption_clip_index, ks=ks) for h in trained],
+           "yamnet_names": [per_query_metrics(base, split.caption_clip_index, ks=ks)],
+           "untrained_heads": [per_query_metrics(similarity(h, split), split.caption_clip_index, ks=ks)
+                               for h in untrained]}
+    if routed:
+        split2, _ = split_features(with_class_route(f), "test", family)
+        out["class_route"] = [per_query_metrics(similarity(h, split2), split2.caption_clip_index, ks=ks)
+                              for h in routed]
+    return out
 
 
 def evaluate(f: dict[str, np.ndarray], trained: list[ProjectionHeads], untrained: list[ProjectionHeads],
-             params: RealClapParams, *, family: str | None = None) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+             params: RealClapParams, *, family: str | None = None,
+             routed: Routed = ()) -> tuple[dict[str, Any], dict[str, list[dict]]]:
     """Every system's metrics with intervals on the test split (or one family of it)."""
     split, rows = split_features(f, "test", family)
     names = [*(f"r@{k}" for k in params.ks), "map@10"]
-    systems = _systems(f, split, rows, trained, untrained, params)
+    systems = _systems(f, split, rows, trained, untrained, params, list(routed), family)
     counts = np.bincount(split.caption_clip_index, minlength=len(rows))
     out: dict[str, Any] = {"clips": len(rows), "captions": len(split.text),
                            "chance": {f"r@{k}": chance_recall(counts, k) for k in params.ks}}
@@ -251,37 +278,59 @@ def evaluate(f: dict[str, np.ndarray], trained: list[ProjectionHeads], untrained
     return out, systems
 
 
-def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: RealClapParams) -> dict[str, Any]:
-    """Zero-shot label accuracy on the labelled test clips (module docstring)."""
+def _label_accuracy(f: dict[str, np.ndarray], heads: list[ProjectionHeads], rows: np.ndarray,
+                    used: np.ndarray) -> list[np.ndarray]:
     import torch
 
+    out = []
+    for h in heads:
+        with torch.no_grad():
+            a = h.embed_audio(torch.from_numpy(f["audio"][rows])).numpy()
+            t = h.embed_text(torch.from_numpy(f["label_text"][used])).numpy()
+        out.append(zero_shot_accuracy(a @ t.T, f["label_matrix"][rows][:, used]))
+    return out
+
+
+def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: RealClapParams,
+              routed: Routed = ()) -> dict[str, Any]:
+    """Zero-shot label accuracy on the labelled test clips (module docstring)."""
     rows = np.flatnonzero((f["split"] == "test") & f["label_matrix"].any(axis=1))
     if len(rows) == 0:
         return {"clips": 0, "labels": 0, "chance": None, "tower_clap": None, "tower_clap_per_seed": [],
                 "yamnet_names": None}
     used = f["label_matrix"][rows].any(axis=0)
     positives, label_text = f["label_matrix"][rows][:, used], f["label_text"][used]
-    accs = []
-    for h in trained:
-        with torch.no_grad():
-            a = h.embed_audio(torch.from_numpy(f["audio"][rows])).numpy()
-            t = h.embed_text(torch.from_numpy(label_text)).numpy()
-        accs.append(zero_shot_accuracy(a @ t.T, positives))
+    accs = _label_accuracy(f, trained, rows, used)
+    routed_acc = {"class_route": round(float(np.mean(_label_accuracy(with_class_route(f), list(routed), rows,
+                                                                     used))), 6)} if routed else {}
     base = name_baseline_similarity(f, label_text, rows, params.baseline_top_classes).T  # (clips, labels)
     chance = float(np.mean(positives.sum(axis=1) / positives.shape[1]))
     return {"clips": len(rows), "labels": int(used.sum()), "chance": round(chance, 6),
             "tower_clap": round(float(np.mean(accs)), 6), "tower_clap_per_seed": [round(float(a.mean()), 6) for a in accs],
-            "yamnet_names": round(float(zero_shot_accuracy(base, positives).mean()), 6)}
+            "yamnet_names": round(float(zero_shot_accuracy(base, positives).mean()), 6), **routed_acc}
 
 
 def _findings(systems: dict[str, list[dict]], params: RealClapParams, *, prefix: str,
               where: str) -> list[dict]:
     def scores(name: str, direction: str) -> SeedScores:
         rows = np.stack([pq[direction]["r@10"] for pq in systems[name]])
-        seeds = tuple(params.seeds) if rows.shape[0] == len(params.seeds) else (0,)
-        return SeedScores(rows, seeds, noise_floor=0.0 if rows.shape[0] == 1 else None)  # no training: no seed spread
+        if name == "yamnet_names":  # no training, so no seed spread: a noise floor of 0 is exact
+            return SeedScores(rows, (0,), noise_floor=0.0)
+        return SeedScores(rows, tuple(params.seeds))
 
+    if len(params.seeds) < 2:
+        logger.warning("real_clap: one training seed says nothing about another training run: no findings")
+        return []
     out = []
+    if "class_route" in systems:
+        for direction in ("t2a", "a2t"):
+            spec = FindingSpec(id=f"{prefix}.class_route.{direction}_r10_vs_tower_clap", metric=f"{direction} r@10",
+                               a="class_route", b="tower_clap", claim="greater",
+                               statement=f"{where}, heads that also read YAMNet's class scores and the caption's "
+                                         f"class-name similarities beat the plain heads ({direction} R@10)")
+            out.append(evaluate_finding(spec, scores("class_route", direction), scores("tower_clap", direction),
+                                        paired_seeds=True, n_resamples=params.n_resamples,
+                                        confidence=params.confidence, rng_seed=params.bootstrap_seed))
     for direction in ("t2a", "a2t"):
         for b, what in (("yamnet_names", "YAMNet's own class names matched to the caption"),
                         ("untrained_heads", "the same towers with untrained heads")):
@@ -316,25 +365,31 @@ def run_real_clap(params: RealClapParams) -> dict[str, Any]:
         val_best[seed] = max(h["val_t2a_r@10"] for h in hist)
         save_tower_clap(heads, Path(params.model_dir) / f"seed_{seed}", towers=towers,
                         extra={"seed": seed, "val_t2a_r@10": val_best[seed], "trained_on": params.dataset_dir})
+    routed: Routed = []
+    if params.class_route:
+        fr = with_class_route(f)
+        cfg_r = replace(cfg, audio_dim=fr["audio"].shape[1], text_dim=fr["text"].shape[1])
+        tr_r, va_r = split_features(fr, "train")[0], split_features(fr, "val")[0]
+        routed = [train_heads(cfg_r, params.train, tr_r, va_r, seed=seed)[0] for seed in params.seeds]
     best_seed = max(params.seeds, key=lambda s: (val_best[s], -s))
     model = Path(params.model_dir) / "model"
     shutil.rmtree(model, ignore_errors=True)
     shutil.copytree(Path(params.model_dir) / f"seed_{best_seed}", model)
-    pooled, systems = evaluate(f, trained, untrained, params)
-    families = {fam: evaluate(f, trained, untrained, params, family=fam)[0]
+    pooled, systems = evaluate(f, trained, untrained, params, routed=routed)
+    families = {fam: evaluate(f, trained, untrained, params, family=fam, routed=routed)[0]
                 for fam in sorted(set(f["family"][f["split"] == "test"]))}
     findings = _findings(systems, params, prefix="real_clap",
                          where=f"On real sounds from sources no training clip comes from ({pooled['clips']} clips)")
     extra: dict[str, Any] = {}
     for name, path in extra_features(params).items():
         g = load_features(path)
-        block, extra_systems = evaluate(g, trained, untrained, params)
-        extra[name] = {"test": block, "zero_shot": zero_shot(g, trained, params),
-                       "test_per_family": {fam: evaluate(g, trained, untrained, params, family=fam)[0]
+        block, extra_systems = evaluate(g, trained, untrained, params, routed=routed)
+        extra[name] = {"test": block, "zero_shot": zero_shot(g, trained, params, routed),
+                       "test_per_family": {fam: evaluate(g, trained, untrained, params, family=fam, routed=routed)[0]
                                            for fam in sorted(set(g["family"][g["split"] == "test"]))}}
         findings += _findings(extra_systems, params, prefix=f"real_clap.{name}",
                               where=f"On the {block['clips']} real recordings of {name} ({params.extra_tests[name]})")
-    metrics = {"test": pooled, "test_per_family": families, "zero_shot": zero_shot(f, trained, params),
+    metrics = {"test": pooled, "test_per_family": families, "zero_shot": zero_shot(f, trained, params, routed),
                "extra_tests": extra,
                "seeds": params.seeds, "model_seed": best_seed, "val_t2a_r@10": {str(s): v for s, v in val_best.items()},
                "clips": {s: int((f["split"] == s).sum()) for s in SPLITS}}
@@ -356,7 +411,7 @@ def report_markdown(metrics: dict[str, Any]) -> str:
         names = list(block["tower_clap"]["t2a"])
         lines = ["| system | " + " | ".join(f"{d} {m}" for d in ("t2a", "a2t") for m in names) + " |",
                  "|---|" + "---|" * (2 * len(names))]
-        for system in ("tower_clap", "yamnet_names", "untrained_heads"):
+        for system in [s for s in ("tower_clap", "class_route", "yamnet_names", "untrained_heads") if s in block]:
             lines.append(f"| {system} | " + " | ".join(_cell(block[system][d][m]) for d in ("t2a", "a2t")
                                                        for m in names) + " |")
         lines.append("| chance | " + " | ".join(f"{block['chance'][m][d]:.3f}" if m in block["chance"] else "-"
@@ -371,7 +426,9 @@ def report_markdown(metrics: dict[str, Any]) -> str:
             out += [f"{level}# {fam} ({block['clips']} clips, {block['captions']} captions)", "", *table(block), ""]
         out += [f"{level}# Zero-shot label accuracy", ""] + (["No labelled clips.", ""] if not zs["clips"] else [
                 f"{zs['clips']} labelled test clips, {zs['labels']} labels: tower CLAP {zs['tower_clap']:.3f} "
-                f"(per seed {zs['tower_clap_per_seed']}), YAMNet class names {zs['yamnet_names']:.3f}, "
+                f"(per seed {zs['tower_clap_per_seed']}), "
+                + (f"class route {zs['class_route']:.3f}, " if "class_route" in zs else "")
+                + f"YAMNet class names {zs['yamnet_names']:.3f}, "
                 f"chance {zs['chance']:.3f}.", ""])
         return out
 
