@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from clapcap.reporting.conclusions import ConclusionsError, load_conclusions
+from clapcap.evaluation.conclusions import ConclusionsError, load_conclusions
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

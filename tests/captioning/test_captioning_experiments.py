@@ -14,7 +14,7 @@ from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 from clapcap.captioning.experiments import findings as fnd
 from clapcap.captioning.experiments import study as exp
 from clapcap.config import ConfigError, from_dict, load_section
-from clapcap.reporting.conclusions import load_conclusions
+from clapcap.evaluation.conclusions import load_conclusions
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from clapcap.evaluation.conclusions import ConclusionsError, load_conclusions, merge_conclusions
 from clapcap.reporting.collect import CollectParams, collect_and_report, collect_inputs
-from clapcap.reporting.conclusions import ConclusionsError, load_conclusions, merge_conclusions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -10,7 +10,7 @@ from clapcap.cli._common import add_command, add_group
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from clapcap.reporting.conclusions import diff_conclusions, format_diff, load_conclusions
+    from clapcap.evaluation.conclusions import diff_conclusions, format_diff, load_conclusions
 
     old, new = load_conclusions(args.old), load_conclusions(args.new)
     diff = diff_conclusions(old, new)

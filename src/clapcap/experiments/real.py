@@ -37,8 +37,8 @@ import pandas as pd
 
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
+from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.retrieval.bootstrap import paired_bootstrap
 from clapcap.robust.benchmark import (
     ZS,

@@ -32,7 +32,7 @@ clip's labels (ties: the first label in sorted order), for the trained heads (me
 and ``yamnet_names`` (a prompt matched to class names as a caption is). **Per family**: the
 same retrieval metrics within each family's test clips and their captions (a smaller pool, so
 its chance is given beside it). **Findings** (two-level seed bootstrap,
-:mod:`clapcap.reporting.conclusions`): the trained heads beat ``yamnet_names`` and the
+:mod:`clapcap.evaluation.conclusions`): the trained heads beat ``yamnet_names`` and the
 untrained heads at t2a and a2t R@10, and ``class_route`` beats the plain heads (paired by seed);
 no finding with a single training seed.
 """
@@ -59,8 +59,8 @@ from clapcap.clap.towers import (
 from clapcap.clap.towers_train import HeadTrainParams, PairedFeatures, similarity, train_heads
 from clapcap.data.dump import write_npz_deterministic
 from clapcap.errors import InputError
+from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.retrieval.bootstrap import bootstrap_ci
 from clapcap.retrieval.metrics import per_query_metrics
 from clapcap.utils.io import write_json

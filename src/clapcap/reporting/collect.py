@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clapcap.reporting.conclusions import merge_conclusions
+from clapcap.evaluation.conclusions import merge_conclusions
 from clapcap.reporting.report import build_report
 from clapcap.utils.io import read_json, write_json
 from clapcap.utils.skip import skip_reason

@@ -3,7 +3,7 @@
 Sections (keys of ``inputs``; each value is a path or a list of paths, see
 :mod:`clapcap.reporting.inputs` for the schemas):
 
-- ``findings``: conclusions files (:mod:`clapcap.reporting.conclusions`): every stated
+- ``findings``: conclusions files (:mod:`clapcap.evaluation.conclusions`): every stated
   finding with its interval over training seeds and test items, and its verdict;
 - ``lm_ablation``: per-LM rows (``seeds`` or ``metrics`` + ``std``); std = noise floor;
 - ``arch_ablation``, ``decoding_ablation``: variants with ``group`` and one ``baseline``
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clapcap.evaluation.conclusions import findings_markdown, load_conclusions
 from clapcap.reporting import figures as figs
-from clapcap.reporting.conclusions import findings_markdown, load_conclusions
 from clapcap.reporting.inputs import load_lr_search, load_table_input
 from clapcap.reporting.leaderboard import load_leaderboard, our_row, place_in_leaderboard
 from clapcap.reporting.tables import (

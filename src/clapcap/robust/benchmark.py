@@ -32,7 +32,7 @@ from clapcap.data.dump import EmbeddingDump, normalize, save_dump
 from clapcap.data.prepare import load_dataset
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.factory import create_encoder
-from clapcap.reporting.conclusions import load_conclusions
+from clapcap.evaluation.conclusions import load_conclusions
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.retrieval.ranking import average_precision_min_norm

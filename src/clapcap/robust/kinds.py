@@ -40,8 +40,8 @@ from clapcap.data.manifest import write_manifest
 from clapcap.data.prepare import load_dataset
 from clapcap.data.synth_text import LABELS, TRAIN, VIEW2
 from clapcap.evaluation.caption_scores import mean_interval
+from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.robust.benchmark import evaluate_model, load_waves, sample_rate_of
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.seeds import seed_model_dirs

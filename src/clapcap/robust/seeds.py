@@ -12,7 +12,7 @@ the findings are claims about fine-tuning *it*, so it enters with a noise floor 
 own training variance is another question: a different base is a different experiment).
 RobustCLAP and the control share their seeds, so they are compared seed by seed.
 
-Writes ``conclusions`` (strict JSON, :mod:`clapcap.reporting.conclusions`) and a Markdown
+Writes ``conclusions`` (strict JSON, :mod:`clapcap.evaluation.conclusions`) and a Markdown
 table ``findings_md``.
 """
 
@@ -27,12 +27,12 @@ import numpy as np
 
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
-from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import (
+from clapcap.evaluation.conclusions import (
     FindingSpec,
     evaluate_finding,
     publish_findings,
 )
+from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.robust.benchmark import ZS, ZS_MAP, evaluate_model, load_waves, sample_rate_of
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.train import train_robust_clap

@@ -20,8 +20,8 @@ import numpy as np
 
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
+from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.robust.benchmark import evaluate_model, load_waves, sample_rate_of
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.seeds import seed_model_dirs

@@ -59,12 +59,12 @@ from clapcap.captioning.experiments.study import (
 )
 from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.captioning_metrics import score_captions
-from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import (
+from clapcap.evaluation.conclusions import (
     FindingSpec,
     evaluate_finding,
     publish_findings,
 )
+from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.utils.io import read_json
 from clapcap.utils.skip import skip_reason
 
@@ -251,7 +251,7 @@ def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None 
     the test clips.
 
     Returns:
-        The finding entries (the conclusions file format of :mod:`clapcap.reporting.conclusions`).
+        The finding entries (the conclusions file format of :mod:`clapcap.evaluation.conclusions`).
 
     Raises:
         FindingsInputError: on fewer than two noise seeds, a missing result or caption file,

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from clapcap.cli import main
-from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.reporting.conclusions import (
+from clapcap.evaluation.conclusions import (
     ConclusionsError,
     FindingSpec,
     diff_conclusions,
@@ -17,6 +16,7 @@ from clapcap.reporting.conclusions import (
     load_conclusions,
     write_conclusions,
 )
+from clapcap.evaluation.seed_bootstrap import SeedScores
 
 SPEC = FindingSpec(id="robust.original.t2a_r10", statement="RobustCLAP loses no t2a R@10 on originals",
                    metric="t2a/r10", a="robust", b="base", claim="not_less", margin=0.02)
