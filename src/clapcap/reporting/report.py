@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,17 @@ from clapcap.evaluation.conclusions import findings_markdown, load_conclusions
 from clapcap.reporting import figures as figs
 from clapcap.reporting.inputs import load_lr_search, load_table_input
 from clapcap.reporting.leaderboard import load_leaderboard, our_row, place_in_leaderboard
+from clapcap.reporting.sections import (
+    SECTIONS,
+    Section,
+    clips_label,
+    kinds_section,
+    llm_views_section,
+    pairwise_section,
+    real_section,
+    view_source_section,
+    views_section,
+)
 from clapcap.reporting.tables import (
     Row,
     Table,
@@ -58,35 +68,7 @@ from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
-SECTIONS: dict[str, str] = {
-    "findings": "Findings over training seeds",
-    "lm_ablation": "Language-model ablation with noise floors",
-    "arch_ablation": "Architecture ablation",
-    "decoding_ablation": "Decoding ablation",
-    "encoder_ablation": "Audio-encoder ablation",
-    "reference_comparison": "Pipeline vs reference captioners",
-    "lr_search": "Learning-rate search",
-    "retrieval": "Retrieval in the AudioCaps text-to-audio leaderboard",
-    "llm_views": "RobustCLAP views from a real LLM",
-    "pairwise": "Pairwise A/B study with LLM judges",
-    "real": "Real recordings (no generator made them)",
-    "vocab": "Vocabulary and length of generated captions",
-    "kinds": "Which words hurt retrieval: sound events, attributes or structure",
-    "views": "How many paraphrase views per caption",
-    "view_source": "RobustCLAP trained on the LLM's views",
-    "lr_check": "A fair learning rate per ablation row",
-}
 NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
-
-
-@dataclass
-class Section:
-    """What one section produced."""
-
-    text: str = ""
-    tables: dict[str, Table] = field(default_factory=dict)
-    figures: dict[str, Any] = field(default_factory=dict)  # name -> Figure
-    copied: dict[str, str] = field(default_factory=dict)   # name -> PNG made elsewhere
 
 
 def _primary(data: Mapping[str, Any], metrics: Sequence[str]) -> str:
@@ -215,106 +197,12 @@ def _findings_section(findings: list[dict[str, Any]], _ctx: dict[str, Any]) -> S
                    figures={"findings": figs.findings_plot(findings, SECTIONS["findings"])})
 
 
-def _llm_views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
-    report, records = data["report"], data["records"]
-    # Per split when the stage took a subset of several splits, else over all captions.
-    splits = {k: v for k, v in report.get("subset", {}).get("splits", {}).items() if "acceptance" in v}
-    groups = {f"{split}, ": v["acceptance"] for split, v in splits.items()} if len(splits) > 1 \
-        else {"": report["acceptance"]}
-    rows = [Row(name=f"{prefix}{view} ({acc[view]['n']})",
-                values={k: float(acc[view][k]) for k in ("accepted_rate", "corrected_rate", "dropped_rate")},
-                cells={"drop reasons": ", ".join(f"{r} {n}" for r, n in acc[view]["drop_reasons"].items())})
-            for prefix, acc in groups.items() for view in acc]
-    table = Table(SECTIONS["llm_views"], rows, ["accepted_rate", "corrected_rate", "dropped_rate"],
-                  ["drop reasons"], bold=False,
-                  notes=[f"{report['n_captions']} captions of {report['n_clips']} clips"
-                         + "".join(f"; {split}: {v['n_captions']} of {v['n_clips']} clips" for split, v in splits.items())
-                         + " (views per row in brackets); accepted: kept as "
-                         "generated; corrected: rewritten by the correction pass; dropped: failed a step or a "
-                         "mechanical check (null in the manifest)."])
-    kept = [r for r in records if r["status"] != "dropped"][:3]
-    dropped = [r for r in records if r["status"] == "dropped" and r["paraphrase"]][:3]
-    lines = ["Examples (caption -> view):", ""]
-    lines += [f"- {r['view']}, {r['status']}: \"{r['caption']}\" -> \"{r['paraphrase']}\"" for r in kept]
-    lines += [f"- {r['view']}, dropped ({r['reason']}): \"{r['caption']}\" -> \"{r['paraphrase']}\""
-              for r in dropped]
-    return Section(text="\n".join(lines) + "\n", tables={"llm_views": table})
-
-
-def _pairwise_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
-    agreement, png = data["agreement"], data["png"]
-    pref = agreement["preference"].get("all judges", {})
-    rows = [Row(name=f"{system} ({v['votes']} votes)", values={k: float(v[k]) for k in ("rate", "ci_low", "ci_high")})
-            for system, v in sorted(pref.items())]
-    table = Table(SECTIONS["pairwise"], rows, ["rate", "ci_low", "ci_high"], bold=False,
-                  notes=["Preference rate over every LLM judge: (wins + ties/2) / votes; 95 % percentile "
-                         "bootstrap interval over clips."])
-    kappa = agreement["agreement"]
-    fleiss = ", ".join(f"{p} {v['kappa']:.3f}" if v["kappa"] is not None else f"{p} undefined"
-                       for p, v in kappa["fleiss"].items())
-    cohen = [v["kappa"] for v in kappa["judge_vs_judge"].values() if v["kappa"] is not None]
-    bias = ", ".join(f"{p} {v['first_shown_rate']:.2f}" for p, v in agreement["position_bias"].items()
-                     if v["first_shown_rate"] is not None)
-    failed = ", ".join(f"{c['pool']} {c['failures']} of {c['votes'] + c['failures']}" for c in agreement["judge_runs"])
-    text = (f"{agreement['n_items']} items with a vote, {agreement['n_votes']} votes ({agreement['n_human_votes']} human). "
-            f"Fleiss kappa within each judge pool: {fleiss}. Mean Cohen kappa over judge pairs: "
-            + (f"{sum(cohen) / len(cohen):.3f} ({len(cohen)} pairs)" if cohen else "undefined")
-            + f". Share of votes for the caption shown first: {bias}. Judgements with no usable answer "
-            f"(asked again on every run): {failed}.\n")
-    return Section(text=text, tables={"pairwise": table}, copied={"pairwise_preference": str(png)})
-
-
-def _real_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
-    bench, caps, info = data["benchmark"], data["captioning"], data["dataset"]
-    k = next(iter(bench["chance"]))
-    chance = bench["chance"][k]
-    rows = [Row(name="chance", values={f"{b} {d}": chance[d] for b in bench["params"]["benchmarks"]
-                                       for d in ("t2a", "a2t")})]
-    bars: dict[str, list[tuple[str, float, float, float]]] = {f"t2a {k}, original captions": [],
-                                                               f"a2t {k}, original captions": []}
-    for name, res in bench["models"].items():
-        rows.append(Row(name=name, values={f"{b} {d}": res[b][d][k] for b in bench["params"]["benchmarks"]
-                                           for d in ("t2a", "a2t")}))
-        for d in ("t2a", "a2t"):
-            ci = res["original"][d]["ci"][k]
-            bars[f"{d} {k}, original captions"].append((name, res["original"][d][k], ci["low"], ci["high"]))
-    cols = [f"{b} {d}" for b in bench["params"]["benchmarks"] for d in ("t2a", "a2t")]
-    retrieval = Table(f"{SECTIONS['real']}: retrieval {k}", rows, cols, bold=False,
-                      notes=[f"{bench['n_clips']} clips; chance: a random ranking's expected {k} "
-                             "(clapcap.experiments.real). Intervals and findings: results/real/."])
-    metrics = ["cider_d", "meteor", "rouge_l", "bleu_1", "sbert_sim_minilm"]
-    cap_rows, cap_bars = [], []
-    for name, res in caps["systems"].items():
-        cap_rows.append(Row(name=name, values={m: res["corpus"].get(m) for m in metrics}))
-        if "sbert_sim_minilm" in res["ci"]:
-            lo, hi = res["ci"]["sbert_sim_minilm"]
-            cap_bars.append((name.split(" (")[0], res["corpus"]["sbert_sim_minilm"], lo, hi))
-    unavailable = sorted({m for res in caps["systems"].values() for m in res["unavailable"]})
-    captioning = Table(f"{SECTIONS['real']}: captioning", cap_rows, metrics,
-                       notes=["Metrics unavailable offline: " + (", ".join(unavailable) or "none")
-                              + " (their assets do not install from the registries)."])
-    if cap_bars:
-        bars["captioning sbert_sim_minilm"] = cap_bars
-    fig = figs.interval_chart(bars, SECTIONS["real"], chance={g: chance[g.split()[0]] for g in bars
-                                                              if g.split()[0] in chance})
-    sources = ", ".join(f"{n} {c}" for n, c in info["by_source"].items())
-    text = (f"{info['n_clips']} real clips ({sources}; {info['total_seconds']} s), captioned by rule from "
-            f"their file names (docs/real.md); {len(info['dropped'])} left out by the duration limits. "
-            "Every model here was trained on the synthetic corpus only.\n")
-    return Section(text=text, tables={"real_retrieval": retrieval, "real_captioning": captioning},
-                   figures={"real": fig})
-
-
-def _clips(config: dict[str, Any]) -> str:
-    return "/".join(str(n) for n in config.get("n_clips", [])) or "?"
-
-
 def _vocab_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     refs, configs = data["references"], data["configs"]
     stats = ["vocab", "mean_words", "distinct_ratio", "vocab_precision"]
     rows = [Row(name=f"references ({refs['n_captions']} captions)",
                 values={"vocab": refs["vocab"], "mean_words": refs["mean_words"]})]
-    rows += [Row(name=f"{name} ({c['n_seeds']} seeds, {_clips(c)} clips)", values={s: c[s]["mean"] for s in stats},
+    rows += [Row(name=f"{name} ({c['n_seeds']} seeds, {clips_label(c)} clips)", values={s: c[s]["mean"] for s in stats},
                  std={s: c[s]["std"] for s in stats if c[s]["std"] is not None})
              for name, c in configs.items()]
     rows += [Row(name=f"{name} ({r['n_clips']} clips)", values={s: r[s] for s in stats}) for name, r in data["runs"].items()
@@ -326,60 +214,12 @@ def _vocab_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
         "on average. Mean ± sample std over training seeds. SPIDEr-FL is not computed: its fluency-error "
         "checkpoint (FENSE's) does not install offline, nor does SPICE's CoreNLP."])
     main = {n: c for n, c in configs.items() if not n.startswith("decoding/")}
-    bars = {"vocabulary (distinct words)": [(f"{n} ({_clips(c)})", c["vocab"]["mean"], c["vocab"]["mean"] - (c["vocab"]["std"] or 0.0),
+    bars = {"vocabulary (distinct words)": [(f"{n} ({clips_label(c)})", c["vocab"]["mean"], c["vocab"]["mean"] - (c["vocab"]["std"] or 0.0),
                                              c["vocab"]["mean"] + (c["vocab"]["std"] or 0.0)) for n, c in main.items()]}
     fig = figs.interval_chart(bars, SECTIONS["vocab"] + " (±1 std over seeds)",
                               chance={"vocabulary (distinct words)": refs["vocab_single"]},
                               line_label="one reference per clip")
     return Section(tables={"vocab": table}, figures={"vocab": fig} if main else {})
-
-
-def _kinds_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
-    kinds = ["events", "attributes", "structure"]
-    cols = ["original", *kinds]
-    rows = [Row(name=name, values={k: res[k]["mean"] for k in cols}) for name, res in data["models"].items()]
-    views = data["views"]
-    table = Table(SECTIONS["kinds"], rows, cols, bold=False, notes=[
-        f"Test t2a {data['metric'].split('/')[-1]} (mean over fine-tune seeds) with the test captions of "
-        f"{views['clips']} event-sound clips ({data['n_queries']} queries; the {views['left_out_music']} music "
-        "clips are left out) rewritten in only their sound-event words, only their attribute words, or only their "
-        "sentence structure (docs/robust.md). Findings: robust.kinds.* in reports/conclusions.json."])
-    bars = {f"{k} changed": [(name, res[k]["drop"], *res[k]["drop_ci"]) for name, res in data["models"].items()]
-            for k in kinds}
-    fig = figs.interval_chart(bars, f"Drop in t2a {data['metric'].split('/')[-1]} from the original captions "
-                                    "(95 % interval over queries)")
-    return Section(tables={"kinds": table}, figures={"kinds": fig})
-
-
-def _views_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
-    models = data["models"]
-    benches = list(next(iter(models.values())))
-    rows = [Row(name=name, values={b: res[b]["mean"] for b in benches}) for name, res in models.items()]
-    table = Table(SECTIONS["views"], rows, benches, notes=[
-        f"Test {data['metric']} per benchmark, mean over fine-tune seeds; one-view variants: "
-        + ", ".join(f"{n} {o}" for n, o in data["variants"].items())
-        + ". Findings: robust.views.* in reports/conclusions.json."])
-    bars = {b: [(name, res[b]["mean"], min(res[b]["per_seed"].values()), max(res[b]["per_seed"].values()))
-                for name, res in models.items()] for b in benches}
-    fig = figs.interval_chart(bars, f"{SECTIONS['views']}: {data['metric']} (bars: range over seeds)")
-    return Section(tables={"views": table}, figures={"views": fig})
-
-
-def _view_source_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
-    models, sub = data["models"], data["subset"]
-    benches = list(next(iter(models.values())))
-    rows = [Row(name=name, values={b: res[b]["mean"] for b in benches}) for name, res in models.items()]
-    table = Table(SECTIONS["view_source"], rows, benches, notes=[
-        f"Test {data['metric']} per benchmark, mean over fine-tune seeds {data['seeds']}. Every fine-tune trains on "
-        f"the same {sub['n_captions']} captions of {sub['n_clips']} training clips (the LLM stage's subset; "
-        f"{data['n_full_train_clips']} in the training split), {data['epochs']} epochs; views kept by both sources: "
-        + ", ".join(f"{v} {n}" for v, n in sub["n_views"].items())
-        + ". Findings: robust.view_source.* in reports/conclusions.json."])
-    bars = {b: [(name, res[b]["mean"], min(res[b].get("per_seed", {"": res[b]["mean"]}).values()),
-                 max(res[b].get("per_seed", {"": res[b]["mean"]}).values())) for name, res in models.items()]
-            for b in benches}
-    fig = figs.interval_chart(bars, f"{SECTIONS['view_source']}: {data['metric']} (bars: range over seeds)")
-    return Section(tables={"view_source": table}, figures={"view_source": fig})
 
 
 def _lr_check_section(data: list[dict[str, Any]], _ctx: dict[str, Any]) -> Section:
@@ -429,19 +269,19 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
     if key == "lr_search":
         return _lr_section(data, ctx)
     if key == "llm_views":
-        return _llm_views_section(data, ctx)
+        return llm_views_section(data, ctx)
     if key == "pairwise":
-        return _pairwise_section(data, ctx)
+        return pairwise_section(data, ctx)
     if key == "real":
-        return _real_section(data, ctx)
+        return real_section(data, ctx)
     if key == "vocab":
         return _vocab_section(data, ctx)
     if key == "kinds":
-        return _kinds_section(data, ctx)
+        return kinds_section(data, ctx)
     if key == "views":
-        return _views_section(data, ctx)
+        return views_section(data, ctx)
     if key == "view_source":
-        return _view_source_section(data, ctx)
+        return view_source_section(data, ctx)
     if key == "lr_check":
         return _lr_check_section(data, ctx)
     return _retrieval_section(data, ctx)
