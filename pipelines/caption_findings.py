@@ -7,7 +7,7 @@ import sys
 from clapcap.captioning.config import CaptioningParams, CaptionSubsetParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.tracked.analyses import run_findings_tracked
+from clapcap.tracked.captioning_analyses import run_findings_tracked
 
 
 def main() -> int:

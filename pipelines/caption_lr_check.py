@@ -9,7 +9,7 @@ from clapcap.captioning.config import CaptioningParams
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.tracked.analyses import run_lr_check_tracked
+from clapcap.tracked.captioning_analyses import run_lr_check_tracked
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

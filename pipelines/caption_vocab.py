@@ -7,7 +7,7 @@ import sys
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.evaluation.caption_vocab import CaptionVocabParams
-from clapcap.tracked.analyses import run_vocab
+from clapcap.tracked.captioning_analyses import run_vocab
 
 
 def main() -> int:

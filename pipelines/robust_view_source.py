@@ -9,7 +9,7 @@ from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.view_source import ViewSourceParams
-from clapcap.tracked.analyses import run_view_source
+from clapcap.tracked.robust_analyses import run_view_source
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.views_study import ViewCountParams
-from clapcap.tracked.analyses import run_views
+from clapcap.tracked.robust_analyses import run_views
 
 
 def main() -> int:

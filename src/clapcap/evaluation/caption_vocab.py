@@ -106,7 +106,7 @@ class CaptionVocabParams:
     dataset_dir: str = "data/corpus"
     extra: dict[str, str] = field(default_factory=dict)  # name -> {clip_id: caption} JSON
     out: str = "results/captioning/vocab.json"
-    # MLflow (clapcap.tracked.analyses.run_vocab): one run per configuration
+    # MLflow (clapcap.tracked.captioning_analyses.run_vocab): one run per configuration
     track: bool = True
     experiment: str = "clapcap-captioning"
 

@@ -42,7 +42,7 @@ def lr_search_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[
 
 @task(name="captioning-lr-check", cache_policy=NO_CACHE)
 def lr_check_task(params: CaptioningParams, lm: str, variant: str, compute: Compute) -> dict[str, Any]:
-    from clapcap.tracked.analyses import run_lr_check_tracked
+    from clapcap.tracked.captioning_analyses import run_lr_check_tracked
 
     return run_lr_check_tracked(params, lm, variant, compute=compute)
 

@@ -1,73 +1,25 @@
-"""The studies' analyses at the tracked edge: runs comparable in the MLflow UI.
-
-:func:`log_seed_study` logs a seed-study file (``results/robust/kinds/kinds.json``,
-``results/robust/views/views.json``, ``results/robust/view_source/view_source.json``: ``{"metric": "t2a/r@10", "split", "models": {model:
-{benchmark: {"mean", "per_seed": {seed: value}, "drop"?}}}}``) as, per model, a parent run
-``<area>/<model>/<analysis>`` holding the mean and std over seeds (and the drop from the
-original captions where the study computes one) of every benchmark, with a child run per seed
-holding that seed's values. Benchmarks are the key's view (``test/events/t2a/r10``; the
-original captions have none), so selecting the parents of one analysis in the UI compares the
-models column by column.
+"""The captioning study's analyses at the tracked edge: runs comparable in the MLflow UI.
 
 :func:`log_lr_check` logs one architecture row's LR check (``check.json``) as a run
 ``captioning/<row>/lr_check``: the chosen and baseline LRs as params, the stage-1 (and, when
-comparable, stage-2) regret on the search's validation loss as ``val/stage1/loss_diff``.
+comparable, stage-2) regret on the search's validation loss as ``val/stage1/loss_diff``;
+:func:`log_vocab` the vocabulary study, :func:`log_pipeline_vs_reference` the pipeline's
+findings against the reference captioners. Apart from RobustCLAP's analyses
+(:mod:`clapcap.tracked.robust_analyses`), so an edit to a RobustCLAP module reruns no captioning
+stage.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import statistics
 from pathlib import Path
 from typing import Any
 
 from clapcap import tracking
-from clapcap.tracking.vocab import metric_keys, metric_name
-from clapcap.utils.io import read_json
+from clapcap.tracking.vocab import metric_keys
 
 logger = logging.getLogger(__name__)
-
-
-def _model_label(model: str) -> str:
-    return metric_name(model).replace("_", "-")
-
-
-def log_seed_study(path: str | Path, *, stage: str, experiment: str, analysis: str, area: str = "robust",
-                   enabled: bool = True, dataset_dir: str | Path | None = None) -> list[str]:
-    """Log the seed study in ``path`` (module docstring); returns the parent run ids (none when
-    ``enabled`` is false)."""
-    if not enabled:
-        return []
-    data = read_json(path)
-    direction, metric = data["metric"].split("/", 1)
-    parents = []
-    for model, benches in data["models"].items():
-        label = _model_label(model)
-        params = {"analysis": analysis, "model": model, "metric": data["metric"], "split": data["split"],
-                  "file": str(path)}
-        parent = tracking.group_run(experiment, tracking.run_name(area, label, analysis), stage=stage,
-                                    params=params, dataset_dir=dataset_dir)
-        seeds = sorted({s for b in benches.values() for s in b.get("per_seed", {})}, key=int)
-        for seed in seeds:
-            with tracking.tracked(stage, experiment=experiment, name=tracking.run_name(area, label, analysis, int(seed)),
-                                  params={**params, "seed": int(seed)}, parent=parent, dataset_dir=dataset_dir):
-                for bench, row in benches.items():
-                    if seed in row.get("per_seed", {}):
-                        tracking.log_metrics({metric: row["per_seed"][seed]}, scope=data["split"], view=bench,
-                                             direction=direction)
-        with tracking.resumed(parent, experiment=experiment):
-            for bench, row in benches.items():
-                values = [float(v) for v in row.get("per_seed", {}).values()]
-                stats = {"mean": row["mean"], "std": statistics.stdev(values) if len(values) > 1 else None,
-                         "drop": row.get("drop")}
-                for stat, value in stats.items():
-                    if value is not None:
-                        tracking.log_metrics({metric: value}, scope=data["split"], view=bench, direction=direction,
-                                             stat=stat)
-        parents.append(parent)
-    logger.info("%s: logged %d models to MLflow experiment %s", analysis, len(parents), experiment)
-    return parents
 
 
 def log_lr_check(record: dict[str, Any], *, experiment: str, enabled: bool = True,
@@ -85,41 +37,6 @@ def log_lr_check(record: dict[str, Any], *, experiment: str, enabled: bool = Tru
             if record[f"{stage}_regret"] is not None:
                 tracking.log_metrics({"loss": record[f"{stage}_regret"]}, scope="val", view=stage, stat="diff")
         return run.info.run_id
-
-
-def run_kinds(bench: Any, study: Any, train: Any, control: Any, params: Any, *, compute: Any = None) -> dict[str, Any]:
-    """:func:`clapcap.robust.kinds.run_kind_study`, then its ``kinds.json`` logged per model
-    (:func:`log_seed_study`, analysis ``kinds``) when ``bench.track``."""
-    from clapcap.robust.kinds import run_kind_study
-
-    result = run_kind_study(bench, study, train, control, params, compute=compute)
-    log_seed_study(Path(params.out_dir) / "kinds.json", stage="robust_kinds", experiment=bench.experiment,
-                   analysis="kinds", enabled=bench.track, dataset_dir=params.views_dir)
-    return result
-
-
-def run_views(train: Any, bench: Any, study: Any, params: Any, *, compute: Any = None) -> dict[str, Any]:
-    """:func:`clapcap.robust.views_study.run_view_count_study`, then its ``views.json`` logged
-    per variant (:func:`log_seed_study`, analysis ``views``) when ``bench.track``."""
-    from clapcap.robust.views_study import run_view_count_study
-
-    result = run_view_count_study(train, bench, study, params, compute=compute)
-    log_seed_study(Path(params.results_dir) / "views.json", stage="robust_views", experiment=bench.experiment,
-                   analysis="views", enabled=bench.track, dataset_dir=bench.paraphrase_dir)
-    return result
-
-
-def run_view_source(train: Any, control: Any, bench: Any, study: Any, params: Any, *,
-                    compute: Any = None) -> dict[str, Any]:
-    """:func:`clapcap.robust.view_source.run_view_source_study`, then its ``view_source.json``
-    logged per model (:func:`log_seed_study`, analysis ``view_source``) when ``bench.track``."""
-    from clapcap.robust.view_source import run_view_source_study
-
-    result = run_view_source_study(train, control, bench, study, params, compute=compute)
-    log_seed_study(Path(params.results_dir) / "view_source.json", stage="robust_view_source",
-                   experiment=bench.experiment, analysis="view_source", enabled=bench.track,
-                   dataset_dir=params.manifests_dir + "/llm")
-    return result
 
 
 def run_lr_check_tracked(params: Any, lm: str, variant: str, *, compute: Any = None) -> dict[str, Any]:
