@@ -48,6 +48,13 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
     metric = next(iter(floor["metrics"]))
     assert parent.data.metrics[f"test/{metric}_std"] == pytest.approx(floor["metrics"][metric]["std"])
+    # One column ranks every configuration: the parent's plain key is its mean over seeds, with
+    # the t interval over seeds; and the parent holds the configuration's params, not only names.
+    mean = floor["metrics"][metric]["mean"]
+    assert parent.data.metrics[f"test/{metric}"] == pytest.approx(mean)
+    assert parent.data.metrics[f"test/{metric}_ci_low"] <= mean <= parent.data.metrics[f"test/{metric}_ci_high"]
+    assert {"train/stage1/lr_projection", "model/decoder", "decoding/strategy"} <= set(parent.data.params)
+    assert "train/seed" not in parent.data.params and "spec/seed" not in parent.data.params
     assert {"train/stage1/lr_projection", "model/decoder"} <= set(child.data.params)  # train params ...
     assert {f"test/{metric}", "train/loss_stage1", "val/loss_stage2"} <= set(child.data.metrics)  # ... and scores
     history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "train/loss_stage1")
@@ -65,7 +72,8 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     assert {"train/stage1/lr_projection", "decoding/num_beams", "checkpoint_run"} <= set(dec.data.params)
     group = runs["captioning/gpt2/decoding_beam3"].data.metrics
     values = [runs[f"captioning/gpt2/decoding_beam3/seed{s}"].data.metrics[f"test/{metric}"] for s in (0, 1)]
-    assert group[f"test/{metric}_mean"] == pytest.approx(sum(values) / 2)
+    assert group[f"test/{metric}_mean"] == pytest.approx(sum(values) / 2) == pytest.approx(group[f"test/{metric}"])
+    assert runs["captioning/gpt2/decoding_beam3"].data.params["decoding/num_beams"] == "3"
     # A decoding config of no finding runs on the first seed only: one run, no seed group.
     exp.evaluate_decoding(params, "gpt2", "greedy", seed=0, tracker=MLflowTracker())
     runs = {r.info.run_name: r for r in mlflow.search_runs(experiment_names=["clapcap-captioning"],
@@ -99,3 +107,10 @@ def test_store_check_finds_each_broken_convention(fresh_store):
     assert "'a/empty'" in problems and "empty run" in problems
     assert "seeds of 'a/cfg' are not child runs of one parent" in problems
     assert "'a/bare'" in problems and "no provenance tags" in problems
+
+
+def test_seed_interval_is_the_t_interval_of_the_mean():
+    from clapcap.tracked.captioning import seed_interval
+
+    low, high = seed_interval(1.0, 0.5, 3)  # t(0.975, 2 df) = 4.302653
+    assert (high - 1.0) == pytest.approx(4.302653 * 0.5 / 3 ** 0.5, rel=1e-6) and low == pytest.approx(2 - high)

@@ -2,8 +2,10 @@
 
 - :class:`MLflowTracker`: the study's hooks (:class:`clapcap.captioning.experiments.study.StudyTracker`)
   as MLflow runs of ``clapcap-captioning``: one run per configuration and seed, nested under
-  its seed group (which gets ``test/<metric>_mean``/``_std``), per-epoch losses, val and test
-  scores; an LR search as one run with a child run per trial.
+  its seed group (which gets the configuration's params, ``test/<metric>_mean``/``_std``, and
+  ``test/<metric>`` = the mean with ``_ci_low``/``_ci_high``, its t interval over seeds, so one
+  column ranks every configuration), per-epoch losses, val and test scores; an LR search as one
+  run with a child run per trial.
 - :func:`study_tracker`: that tracker when ``captioning.track`` is on, else none.
 - :func:`register_champion`: the champion's selection, logged as a pyfunc model and
   registered on evidence; :func:`load_champion`.
@@ -44,13 +46,16 @@ EXPERIMENT = "clapcap-captioning"
 class MLflowTracker(StudyTracker):
     """The study's hooks as MLflow runs (the module doc)."""
 
-    def _group(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int]) -> str | None:
-        """The parent run id of ``config``'s seed group (None for a single seed)."""
+    def _group(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
+               run_params: dict[str, Any] | None = None) -> str | None:
+        """The parent run id of ``config``'s seed group (None for a single seed), created with the
+        configuration's own params (:func:`configuration_params`) when the first seed opens it."""
         if len(seeds) < 2:
             return None
         return tracking.group_run(EXPERIMENT, tracking.run_name("captioning", spec.lm, config),
                                   stage="captioning-seeds", params={"lm": spec.lm, "configuration": config,
-                                                                    "seeds": seeds},
+                                                                    "seeds": seeds,
+                                                                    **configuration_params(run_params or {})},
                                   dataset_dir=params.dataset_dir)
 
     def run(self, params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
@@ -58,7 +63,8 @@ class MLflowTracker(StudyTracker):
         return tracking.tracked("captioning-run", experiment=EXPERIMENT,
                                 name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
                                 dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
-                                parent=self._group(params, spec, config, seeds), tags={"clapcap.config": spec.name},
+                                parent=self._group(params, spec, config, seeds, run_params),
+                                tags={"clapcap.config": spec.name},
                                 system_metrics=True)
 
     def epoch_hook(self) -> EpochHook | None:
@@ -82,6 +88,12 @@ class MLflowTracker(StudyTracker):
         with tracking.resumed(group, experiment=EXPERIMENT):
             for stat in ("mean", "std"):
                 tracking.log_metrics({m: v[stat] for m, v in metrics.items()}, scope="test", stat=stat)
+            # The configuration's own value under the plain key, so one column of the runs table
+            # ranks single-seed and seed-group configurations alike, with its interval over seeds.
+            tracking.log_metrics({m: v["mean"] for m, v in metrics.items()}, scope="test")
+            for stat, bound in (("ci_low", 0), ("ci_high", 1)):
+                tracking.log_metrics({m: seed_interval(v["mean"], v["std"], len(seeds))[bound]
+                                      for m, v in metrics.items()}, scope="test", stat=stat)
 
     def lr_search(self, params: CaptioningParams, lm: str) -> contextlib.AbstractContextManager[Any]:
         return tracking.tracked("captioning-lr-search", experiment=EXPERIMENT,
@@ -102,6 +114,27 @@ class MLflowTracker(StudyTracker):
                                       name=tracking.run_name("captioning", lm, f"lr_search/{stage}/trial{i}"),
                                       dataset_dir=params.dataset_dir):
                     tracking.log_metrics({f"loss_{stage}": trial["val_loss"]}, scope="val")
+
+
+# Per-seed entries of a run's params: what differs between the seeds of one configuration.
+_PER_SEED = ("spec/name", "spec/seed", "train/seed", "model/seed", "checkpoint_run")
+
+
+def configuration_params(run_params: dict[str, Any]) -> dict[str, Any]:
+    """A seed run's params without its per-seed entries: the configuration's params, logged on
+    its seed group's parent so that comparing two parents in the UI shows what differs
+    (``decoding/repetition_penalty`` 1.2 against 1.0), not only their names."""
+    flat = tracking.flatten(run_params)
+    return {k: v for k, v in flat.items() if k not in _PER_SEED}
+
+
+def seed_interval(mean: float, std: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The t interval of a mean over ``n`` seeds (``std`` with ``n - 1`` degrees of freedom):
+    how far another set of ``n`` training runs could put the configuration's mean."""
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * std / np.sqrt(n)
+    return mean - half, mean + half
 
 
 def study_tracker(params: CaptioningParams) -> StudyTracker:
