@@ -47,6 +47,10 @@ def flatten(data: Mapping[str, Any], prefix: str = "", sep: str = "/") -> dict[s
 
 
 def _mlflow():
+    # MLflow draws a download bar for every artifact it fetches (a model load, `registry
+    # compare`), on stderr between the command's own lines; the commands say what they fetch.
+    # A user who wants the bars sets the variable.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     import mlflow  # heavy import kept out of module import time
 
     return mlflow
