@@ -28,6 +28,14 @@ def _stop(server) -> None:
     server.server_close()
 
 
+def _listen(page) -> None:
+    """Play the clip to its end: the vote buttons are disabled until then."""
+    assert page.is_disabled("#choose-1") and page.is_disabled("#choose-tie")
+    page.evaluate("""() => new Promise((res, rej) => { const a = document.getElementById('player');
+        a.addEventListener('ended', () => res(true)); a.currentTime = 0; a.play().catch(rej); })""")
+    page.wait_for_function("!document.getElementById('choose-1').disabled")
+
+
 @pytest.fixture
 def browser():
     with chromium() as b:
@@ -61,6 +69,8 @@ def test_vote_in_browser_seeks_lands_in_sqlite_and_survives_restart(study, tmp_p
         assert seeked == pytest.approx(0.3, abs=0.02)
         item_id = page.get_attribute("input[name=item_id]", "value")
         first_caption = page.inner_text("#caption-1")
+        assert "Listen to the whole clip" in page.inner_text("#instructions")
+        _listen(page)
         page.click("#choose-1")
         page.wait_for_function("document.getElementById('progress')?.innerText === '1 of 9 rated'")
     finally:
@@ -85,6 +95,13 @@ def test_vote_in_browser_seeks_lands_in_sqlite_and_survives_restart(study, tmp_p
         assert page.inner_text("#progress") == "1 of 9 rated"
         second = page.get_attribute("input[name=item_id]", "value")
         assert second != item_id
+        _listen(page)
+        page.click("#choose-2")
+        page.wait_for_function("document.getElementById('progress')?.innerText === '2 of 9 rated'")
+        page.click("#undo")  # takes back the last vote and shows its clip again
+        page.wait_for_function("document.getElementById('progress')?.innerText === '1 of 9 rated'")
+        assert page.get_attribute("input[name=item_id]", "value") == second
+        _listen(page)
         page.click("#choose-tie")  # agreement counts ties (Fleiss' category, half a win)
         page.wait_for_function("document.getElementById('progress')?.innerText === '2 of 9 rated'")
     finally:

@@ -40,12 +40,12 @@ def _get(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]
         return err.code, dict(err.headers), err.read()
 
 
-def _post(base: str, form: dict[str, str]) -> tuple[int, str]:
-    """POST /vote without following the redirect: (status, body text)."""
+def _post(base: str, form: dict[str, str], path: str = "/vote") -> tuple[int, str]:
+    """POST ``path`` without following the redirect: (status, body text)."""
     host, port = urllib.parse.urlsplit(base).netloc.split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        conn.request("POST", "/vote", urllib.parse.urlencode(form),
+        conn.request("POST", path, urllib.parse.urlencode(form),
                      {"Content-Type": "application/x-www-form-urlencoded"})
         resp = conn.getresponse()
         return resp.status, resp.read().decode()
@@ -177,3 +177,23 @@ def test_pairs_file_lines_count_multiline_cells(study, tmp_path):
     # Row 0 spans lines 2-3, so row 2 (third record) starts on line 5.
     with pytest.raises(RatingsError, match="multi.csv: row 5: clip 'clip2': audio file .*gone.wav not found"):
         read_pairs(path)
+
+
+def test_undo_takes_back_only_the_raters_last_vote(site):
+    base, db = site
+    store = VoteStore(db)
+    page = urllib.request.urlopen(f"{base}/rate?rater=u1").read().decode()
+    assert "id='undo'" not in page  # nothing to undo yet
+    assert _post(base, {"rater": "u1"}, "/undo")[0] == 303  # and undoing nothing is harmless
+    first = page.split("name='item_id' value='")[1].split("'")[0]
+    assert _post(base, {"rater": "u1", "item_id": first, "choice": "1"})[0] == 303
+    page = urllib.request.urlopen(f"{base}/rate?rater=u1").read().decode()
+    second = page.split("name='item_id' value='")[1].split("'")[0]
+    assert "id='undo'" in page
+    assert _post(base, {"rater": "u1", "item_id": second, "choice": "2"})[0] == 303
+    assert _post(base, {"rater": "u2", "item_id": second, "choice": "1"})[0] == 303
+    assert _post(base, {"rater": "u1"}, "/undo")[0] == 303
+    assert store.voted_items("u1") == {first} and store.voted_items("u2") == {second}
+    page = urllib.request.urlopen(f"{base}/rate?rater=u1").read().decode()
+    assert f"name='item_id' value='{second}'" in page  # the undone clip comes back
+    assert _post(base, {"rater": "bad id!"}, "/undo")[0] == 400

@@ -69,9 +69,23 @@ SHOWN_CHOICES = ("1", "2", "tie")
 REQUEST_TIMEOUT_S = 30.0  # each read or write on a connection
 QUESTION = "Which caption is more accurate (less wrong) for this clip?"
 
+INSTRUCTIONS = ("<div id='instructions'><p>Listen to the whole clip, then pick the caption that is "
+                "<b>more accurate</b>: the one that says less that is wrong about what you hear (a wrong "
+                "sound, source or count is worse than a missing detail). Pick <b>Equally accurate</b> when "
+                "neither is better. Judge what you hear, not the wording or grammar.</p>"
+                "<p>The vote buttons unlock once the clip has played to its end. A vote is saved at once; "
+                "<b>Undo my last vote</b> takes back the last one and shows that clip again.</p></div>")
+# Listen before voting: the buttons stay disabled until the player fires 'ended' (a clip with
+# no audio file has nothing to wait for). A page without JavaScript keeps them disabled.
+_LISTEN_JS = ("<script>(function(){var p=document.getElementById('player');"
+              "var b=document.querySelectorAll('.vote');function on(){b.forEach(function(x){x.disabled=false;});"
+              "var h=document.getElementById('listen-hint');if(h){h.hidden=true;}}"
+              "if(!p){on();return;}p.addEventListener('ended',on);})();</script>")
+
 _STYLE = ("body{font-family:sans-serif;max-width:46em;margin:2em auto;padding:0 1em}"
           ".caption{border:1px solid #999;border-radius:6px;padding:1em;margin:1em 0}"
-          "button{font-size:1.1em;padding:.5em 1.5em;margin-right:1em}")
+          "button{font-size:1.1em;padding:.5em 1.5em;margin-right:1em}"
+          "#instructions{background:#f4f4f4;padding:.5em 1em;border-radius:6px}")
 
 
 def _page(title: str, body: str) -> bytes:
@@ -146,16 +160,24 @@ class RatingApp:
             row["caption_b"], row["caption_a"])
         audio = (f"<audio id='player' controls preload='none' src='/audio/{quote(row['clip_id'])}'>"
                  "</audio>" if row["clip_id"] in self.audio else "<p>(no audio for this clip)</p>")
-        body = (f"<h1>Pairwise rating</h1>{progress}{audio}<p id='question'>{QUESTION}</p>"
+        rater_field = f"<input type='hidden' name='rater' value='{html.escape(rater, quote=True)}'>"
+        undo = ("<form method='post' action='/undo'>" + rater_field
+                + "<button id='undo'>Undo my last vote</button></form>") if done else ""
+        body = (f"<h1>Pairwise rating</h1>{INSTRUCTIONS}{progress}{audio}<p id='question'>{QUESTION}</p>"
                 f"<div class='caption' id='caption-1'><b>Caption 1:</b> {html.escape(first)}</div>"
                 f"<div class='caption' id='caption-2'><b>Caption 2:</b> {html.escape(second)}</div>"
-                "<form method='post' action='/vote'>"
-                f"<input type='hidden' name='rater' value='{html.escape(rater, quote=True)}'>"
-                f"<input type='hidden' name='item_id' value='{html.escape(item_id, quote=True)}'>"
-                "<button id='choose-1' name='choice' value='1'>Caption 1</button>"
-                "<button id='choose-2' name='choice' value='2'>Caption 2</button>"
-                "<button id='choose-tie' name='choice' value='tie'>Equally accurate</button></form>")
+                "<p id='listen-hint'><i>Play the clip to the end to vote.</i></p>"
+                "<form method='post' action='/vote'>" + rater_field
+                + f"<input type='hidden' name='item_id' value='{html.escape(item_id, quote=True)}'>"
+                "<button class='vote' id='choose-1' name='choice' value='1' disabled>Caption 1</button>"
+                "<button class='vote' id='choose-2' name='choice' value='2' disabled>Caption 2</button>"
+                "<button class='vote' id='choose-tie' name='choice' value='tie' disabled>Equally accurate</button>"
+                f"</form>{undo}{_LISTEN_JS}")
         return _page("Pairwise rating", body)
+
+    def undo(self, rater: str) -> str | None:
+        """Take back the rater's last vote (:meth:`VoteStore.undo_last`); its item is shown next."""
+        return self.store.undo_last(rater, self.pool)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -200,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         if url.path == "/":
-            form = ("<h1>Pairwise rating</h1><form method='get' action='/rate'>"
+            form = (f"<h1>Pairwise rating</h1>{INSTRUCTIONS}<form method='get' action='/rate'>"
                     "<label>Your rater id: <input id='rater' name='rater' required "
                     "pattern='[A-Za-z0-9_.@-]{1,64}'></label> <button id='start'>Start</button></form>")
             self._send(HTTPStatus.OK, _page("Pairwise rating", form))
@@ -248,12 +270,17 @@ class _Handler(BaseHTTPRequestHandler):
                    {"Accept-Ranges": "bytes", "Content-Range": f"bytes {start}-{end}/{size}"})
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        if urlsplit(self.path).path != "/vote":
+        path = urlsplit(self.path).path
+        if path not in ("/vote", "/undo"):
             self._send(HTTPStatus.NOT_FOUND, _page("Not found", "<p>Not found.</p>"))
             return
         try:
             form = self._read_form()
             rater = _form_rater(form)
+            if path == "/undo":
+                logger.info("undo rater=%s item=%s", rater, self.app.undo(rater))
+                self._redirect(f"/rate?rater={quote(rater)}")
+                return
             item_id = _form_field(form, "item_id")
             new = self.app.vote(rater, item_id, _form_field(form, "choice"))
         except VoteRefused as err:

@@ -133,6 +133,21 @@ class VoteStore:
             conn.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?)",
                          (item_id, rater, pool, pair_id, error[:2000], time.time()))
 
+    def undo_last(self, rater: str, pool: str) -> str | None:
+        """Delete ``rater``'s most recent vote in ``pool`` (committed at once, as a vote is).
+
+        Returns:
+            The item id whose vote was deleted, or None when the rater has no vote.
+        """
+        with self._connect() as conn:
+            row = conn.execute("SELECT item_id FROM votes WHERE rater = ? AND pool = ? "
+                               "ORDER BY created_at DESC, rowid DESC LIMIT 1", (rater, pool)).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM votes WHERE item_id = ? AND rater = ?", (row[0], rater))
+        logger.info("undid the vote of %s on %s", rater, row[0])
+        return row[0]
+
     def vote_of(self, item_id: str, rater: str) -> str | None:
         """The stored choice (``A``/``B``/``tie``) of ``rater`` on ``item_id``, or None."""
         with self._connect() as conn:
