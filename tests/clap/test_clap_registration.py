@@ -91,6 +91,12 @@ def test_an_adhoc_toy_run_cannot_take_champion_from_the_pipeline(tiny_corpus, tm
     runs = _runs(name).sort_values("start_time")
     assert list(runs["tags.clapcap.dvc_stage"]) == ["none", "train_clap"]  # only DVC's runs name a DVC stage
     assert set(runs["tags.clapcap.stage"]) == {"train_clap"}
+    import mlflow  # the model's own page: the val scores it was chosen on, with their dataset
+
+    client = mlflow.MlflowClient()
+    version = client.get_model_version(name, "2")
+    on_model = {m.key: m for m in client.get_logged_model(version.model_id or version.source[len("models:/"):]).metrics}
+    assert "val/t2a/r10" in on_model and on_model["val/t2a/r10"].dataset_name.endswith(tiny_corpus.name)
 
 
 def test_a_candidate_on_other_test_items_is_a_challenger_and_the_stage_succeeds(tiny_corpus, tmp_path, mlflow_uri,

@@ -129,6 +129,11 @@ def test_the_tracked_stage_logs_registers_and_serves_text_queries(tmp_path, monk
     assert run.data.metrics["test/t2a/r10_ci_low"] == pytest.approx(r10["low"])
     assert len(client.get_metric_history(run.info.run_id, "val/t2a/r10")) == 3
     assert version.tags["test_t2a_r10"] == f"{r10['value']:.4f}" and not version.aliases  # no alias outside DVC
+    # The model's own page: its test scores, linked to the dataset they were measured on.
+    logged = client.get_logged_model(version.model_id or version.source.removeprefix("models:/"))
+    on_model = {m.key: m for m in logged.metrics}
+    assert on_model["test/t2a/r10"].value == pytest.approx(r10["value"])
+    assert on_model["test/t2a/r10"].dataset_name == f"{tiny_corpus.parent.name}/{tiny_corpus.name}"
     embeds = mlflow.pyfunc.load_model("models:/test-tower-clap/1").predict(["a dog barking"])
     assert np.asarray(embeds).shape == (1, 256)
     monkeypatch.setenv("DVC_STAGE", "real_clap")  # under DVC: the first champion, then challengers

@@ -121,6 +121,8 @@ def run_tracked_training(params: Any, signature: str, *, label: str, model_name:
         uri = tracking.log_loader_pyfunc_model(
             model_name, "clapcap.encoders.hf_clap:pyfunc_loader", artifacts={"clap_dir": res.model_dir},
             input_example=["a dog barks", "rain falls on a roof"])
+        # The model's page shows the validation scores it was chosen on, with their dataset.
+        tracking.log_model_metrics(uri, tracking.metric_keys(res.val, scope="val"), dataset_dir=params.dataset_dir)
         scores = item_scores(res.model_dir)
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         register(uri, params, scores, signature=signature, promote=promote)

@@ -41,6 +41,10 @@ def log_real_clap(params: RealClapParams, metrics: dict[str, Any], history: list
     uri = tracking.log_loader_pyfunc_model("tower_clap", "clapcap.clap.towers:pyfunc_loader",
                                            artifacts={"model_dir": str(Path(params.model_dir) / "model")},
                                            input_example=EXAMPLE)
+    # The model's page shows its test scores, measured on the corpus's cross-source test split.
+    tracking.log_model_metrics(uri, {
+        tracking.metric_key(m, scope="test", direction=d): v["value"] for d, values in trained.items()
+        for m, v in values.items()}, dataset_dir=params.dataset_dir)
     alias = None
     if tracking.dvc_stage() is not None:
         # No promotion on evidence yet (the versions' item scores are not logged): the first

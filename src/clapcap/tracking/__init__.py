@@ -157,6 +157,29 @@ def model_requirements() -> list[str]:
     return [f"{name}=={version(name)}" for name in MODEL_PACKAGES]
 
 
+def log_model_metrics(model_uri: str, metrics: Mapping[str, float], *, dataset_dir: str | Path) -> dict[str, float]:
+    """Log vocabulary-keyed ``metrics`` of the logged model ``model_uri`` (``models:/m-...``, from
+    :func:`log_pyfunc_model`) in the active run, linked to the model and to the dataset they were
+    measured on (MLflow 3's ``model_id=`` and ``dataset=``), so the model's page shows its scores
+    and the dataset, not only the run's system metrics.
+
+    Raises:
+        VocabularyError: on a key outside the vocabulary (nothing is logged then).
+        InputError: when ``model_uri`` is not a logged model's URI.
+    """
+    from clapcap.tracking.runs import meta_dataset
+    from clapcap.utils.io import prepared_dataset_hash
+
+    if not model_uri.startswith("models:/m-"):
+        raise InputError(f"{model_uri!r}: not a logged model's URI (models:/m-...)")
+    for key in metrics:
+        check_key(key)
+    numeric = {k: float(v) for k, v in metrics.items()}
+    dataset = meta_dataset(dataset_dir, prepared_dataset_hash(dataset_dir))
+    _mlflow().log_metrics(numeric, model_id=model_uri.removeprefix("models:/"), dataset=dataset)
+    return numeric
+
+
 def search_runs(experiment: str, filter_string: str = "") -> Any:
     """Return a DataFrame of runs of ``experiment`` (empty when it does not exist)."""
     mlflow = _mlflow()

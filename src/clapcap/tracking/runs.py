@@ -95,8 +95,6 @@ def log_inputs(*, dataset_dir: str | Path | None = None, dump: str | Path | None
                data_version: str | None = None) -> None:
     """Log the prepared dataset and the embedding dump as dataset inputs of the active run."""
     import mlflow
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-    from mlflow.data.meta_dataset import MetaDataset
 
     entries = []
     if dataset_dir is not None:
@@ -104,11 +102,20 @@ def log_inputs(*, dataset_dir: str | Path | None = None, dump: str | Path | None
     if dump is not None and Path(dump).is_file():
         entries.append((Path(dump), sha256_file(dump), "embedding_dump"))
     for path, digest, context in entries:
-        with warnings.catch_warnings():  # a relative path "can be interpreted in multiple ways": all local
-            warnings.simplefilter("ignore", UserWarning)
-            source = resolve_dataset_source(_relative(path))
-        dataset = MetaDataset(source, name=f"{path.parent.name}/{path.name}", digest=digest[:32])
-        mlflow.log_input(dataset, context=context, tags={"clapcap.digest": digest})
+        mlflow.log_input(meta_dataset(path, digest), context=context, tags={"clapcap.digest": digest})
+
+
+def meta_dataset(path: str | Path, digest: str) -> Any:
+    """An MLflow dataset entity for a local dataset folder or file (its path relative to the
+    project, its content digest): what a run's inputs and a logged model's metrics name."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+
+    path = Path(path)
+    with warnings.catch_warnings():  # a relative path "can be interpreted in multiple ways": all local
+        warnings.simplefilter("ignore", UserWarning)
+        source = resolve_dataset_source(_relative(path))
+    return MetaDataset(source, name=f"{path.parent.name}/{path.name}", digest=digest[:32])
 
 
 @contextmanager
