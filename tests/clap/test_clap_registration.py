@@ -97,6 +97,8 @@ def test_an_adhoc_toy_run_cannot_take_champion_from_the_pipeline(tiny_corpus, tm
     version = client.get_model_version(name, "2")
     on_model = {m.key: m for m in client.get_logged_model(version.model_id or version.source[len("models:/"):]).metrics}
     assert "val/t2a/r10" in on_model and on_model["val/t2a/r10"].dataset_name.endswith(tiny_corpus.name)
+    run = client.get_run(version.run_id)  # chance is a constant of the run: a param, not a flat chart
+    assert run.data.params["val/chance10"] == "0.25" and "val/chance10" not in run.data.metrics
 
 
 def test_a_candidate_on_other_test_items_is_a_challenger_and_the_stage_succeeds(tiny_corpus, tmp_path, mlflow_uri,

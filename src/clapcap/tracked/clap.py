@@ -130,11 +130,18 @@ def run_tracked_training(params: Any, signature: str, *, label: str, model_name:
 
 
 def log_epoch(epoch: int, row: dict[str, float]) -> None:
-    """One epoch's row under the vocabulary: ``train/loss`` and the validation recalls."""
+    """One epoch's row under the vocabulary: ``train/loss`` and the validation recalls.
+
+    The chance levels (``chance@k = k / n_clips``) are constants of the run: they are logged as
+    params (``val/chance10``; the same value at every epoch), not as metrics (as metrics they were
+    the first, flat, charts of every CLAP run's validation section in the UI)."""
 
     tracking.log_metrics({"loss": row["loss"]}, scope="train", step=epoch)
-    tracking.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "loss")},
+    chance = {k: v for k, v in row.items() if k.startswith("chance@")}
+    tracking.log_metrics({k: v for k, v in row.items() if k not in ("epoch", "loss", *chance)},
                          scope="val", step=epoch)
+    if chance:
+        tracking.log_params({tracking.metric_key(k, scope="val"): v for k, v in chance.items()})
 
 
 def register(uri: str, params: Any, scores: dict[str, Any], *, signature: str | None = None,
