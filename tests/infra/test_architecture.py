@@ -249,3 +249,11 @@ def test_stale_diagram_is_reported(tmp_path: Path) -> None:
     doc.write_text(new)
     assert architecture.check(doc, src)
     assert "config --> errors" in new
+
+
+def test_every_module_stays_under_500_lines():
+    """A module past 500 lines holds more than one concern (STYLE.md): split it by concern."""
+    src = Path(architecture.SRC)
+    long = {str(p.relative_to(src)): n for p in sorted((src / "clapcap").rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"modules over 500 lines: {long}"

@@ -7,6 +7,7 @@ itself); this module only produces predictions and assembles the record.
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from typing import Any
 
@@ -102,3 +103,14 @@ def caption_dump(checkpoint: str, dump: str, decoding: DecodingConfig | None = N
     ids = list(by_clip)
     caps = generate_captions(model, np.stack([by_clip[c] for c in ids]), decoding, batch_size=batch_size)
     return dict(zip(ids, caps, strict=True))
+
+
+def seed_stats(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Mean and sample std (0 for one seed) over the records' test corpus metrics:
+    ``{metric: {"mean", "std", "values"}}``."""
+    metrics: dict[str, Any] = {}
+    for m in records[0]["test"]["corpus"]:
+        values = [r["test"]["corpus"][m] for r in records]
+        metrics[m] = {"mean": statistics.fmean(values),
+                      "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
+    return metrics

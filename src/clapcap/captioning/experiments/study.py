@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,11 @@ from clapcap.captioning.config import (
 )
 from clapcap.captioning.data import load_caption_split
 from clapcap.captioning.decoders import resolve_lm
-from clapcap.captioning.experiments.evaluate import evaluate_split, evaluate_trivial_baseline
+from clapcap.captioning.experiments.evaluate import (
+    evaluate_split,
+    evaluate_trivial_baseline,
+    seed_stats,
+)
 from clapcap.captioning.experiments.lr_search import chosen_learning_rates, search_learning_rates
 from clapcap.captioning.experiments.train import EpochHook, train_captioner
 from clapcap.captioning.model import load_captioner
@@ -205,17 +208,6 @@ class StudyTracker:
 
 
 NO_TRACKING = StudyTracker()
-
-
-def seed_stats(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Mean and sample std (0 for one seed) over the records' test corpus metrics:
-    ``{metric: {"mean", "std", "values"}}``."""
-    metrics: dict[str, Any] = {}
-    for m in records[0]["test"]["corpus"]:
-        values = [r["test"]["corpus"][m] for r in records]
-        metrics[m] = {"mean": statistics.fmean(values),
-                      "std": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
-    return metrics
 
 
 def _report_seed_stats(tracker: StudyTracker, params: CaptioningParams, spec: RunSpec, config: str,
