@@ -60,6 +60,10 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "train/loss_stage1")
     assert [m.step for m in history] == [1]
     assert [i.dataset.name for i in child.inputs.dataset_inputs]  # what the run saw
+    # The captions behind the run's scores, as an MLflow table.
+    table = mlflow.load_table("test_predictions.json", run_ids=[child.info.run_id])
+    saved = exp.read_json(exp.test_predictions_path(params.out_dir, "gpt2_seed1"))
+    assert dict(zip(table["clip_id"], table["caption"], strict=True)) == saved
     # An eval-only decoding config on each seed's checkpoint (a finding's config) is a configuration
     # too: its run holds the checkpoint's training params with the decoding params, its seeds nest
     # under one parent, which gets their mean and std once both are done.

@@ -75,6 +75,9 @@ class MLflowTracker(StudyTracker):
         return log_epoch
 
     def scores(self, record: dict[str, Any]) -> None:
+        preds = record.get("predictions") or {}
+        if preds:  # an MLflow table: the run's artifacts show the captions behind its CIDEr-D
+            tracking.log_table({"clip_id": list(preds), "caption": list(preds.values())}, "test_predictions.json")
         tracking.log_metrics(record["test"]["corpus"], scope="test")
         tracking.log_metrics(record["val"]["corpus"], scope="val")
         for stage, result in record.get("stages", {}).items():

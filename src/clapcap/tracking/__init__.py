@@ -82,6 +82,12 @@ def log_artifact(path: str | Path, artifact_path: str | None = None) -> None:
         mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
 
+def log_table(columns: Mapping[str, list[Any]], artifact_file: str) -> None:
+    """Log ``{column: values}`` as an MLflow table of the active run (``mlflow.log_table``), which
+    the UI shows as rows under the run's artifacts."""
+    _mlflow().log_table(data={k: list(v) for k, v in columns.items()}, artifact_file=artifact_file)
+
+
 def log_figure(figure: Any, artifact_file: str) -> None:
     """Log a matplotlib figure to the active run."""
     _mlflow().log_figure(figure, artifact_file)

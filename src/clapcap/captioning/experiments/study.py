@@ -193,7 +193,7 @@ class StudyTracker:
         return None
 
     def scores(self, record: dict[str, Any]) -> None:
-        """The record's val and test scores, inside :meth:`run`."""
+        """The record's val and test scores and its test ``predictions``, inside :meth:`run`."""
 
     def seed_stats(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
                    metrics: dict[str, Any]) -> None:
@@ -273,7 +273,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
                   "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
                   "val": val, "test": test}
-        tracker.scores({**record, "stages": trained["stages"]})
+        tracker.scores({**record, "stages": trained["stages"], "predictions": preds})
     write_json(test_predictions_path(out, spec.name), preds)
     write_json(path, record)
     if spec.kind in ("encoder", "music"):  # an LM's baseline seeds: noise_floor logs them
@@ -341,7 +341,7 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
                                      compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
                   "checkpoint": base["checkpoint"], "weights_sha256": weights, "val": val, "test": test}
-        tracker.scores(record)
+        tracker.scores({**record, "predictions": preds})
     write_json(path.with_suffix(".predictions.json"), preds)
     write_json(path, record)
     _report_seed_stats(tracker, params, spec, f"decoding_{name}", seeds,
