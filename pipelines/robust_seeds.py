@@ -9,13 +9,15 @@ from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
 from clapcap.robust.seeds import run_seed_study
+from clapcap.tracked.robust import run_robust_train
 
 
 def main() -> int:
     run_seed_study(load_section(RobustTrainParams, "robust_train"),
                    load_section(RobustTrainParams, "robust_control"),
                    load_section(RobustBenchParams, "robust_benchmark"),
-                   load_section(RobustSeedParams, "robust_seeds"), compute=load_compute())
+                   load_section(RobustSeedParams, "robust_seeds"), compute=load_compute(),
+                   trainer=run_robust_train)  # each seed's fine-tune an MLflow run when robust_train.track
     return 0
 
 

@@ -214,7 +214,7 @@ def robust_finetune_benchmark(params_file: str = "params.yaml",
     """
     from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
     from clapcap.robust.seeds import run_seed_study
-    from clapcap.tracked.robust import run_robust_benchmark
+    from clapcap.tracked.robust import run_robust_benchmark, run_robust_train
 
     ensure_limit(GPU_LIMIT, gpu_slots)
     compute = load_compute(params_path(params_file))
@@ -228,7 +228,7 @@ def robust_finetune_benchmark(params_file: str = "params.yaml",
             if bench_params.register_on and {"robust_train", "robust_control"} <= set(train):
                 run_seed_study(train["robust_train"], train["robust_control"], bench_params,
                                load_project_section(RobustSeedParams, "robust_seeds", params_file),
-                               progress=False, compute=compute)
+                               progress=False, compute=compute, trainer=run_robust_train)
             bench = run_robust_benchmark(bench_params, compute=compute)
     return {"models": models, "benchmark": bench}
 

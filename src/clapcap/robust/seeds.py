@@ -19,6 +19,7 @@ table ``findings_md``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,13 @@ _FINDINGS = (
 )
 
 
+Trainer = Callable[..., Any]  # (params, *, progress, compute) -> a result with ``model_dir``
+
+
 def _seed_run(params: RobustTrainParams, study: RobustSeedParams, label: str, seed: int) -> RobustTrainParams:
-    return replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"), track=False,
+    # ``track`` as the stage's: with the tracked trainer (clapcap.tracked.robust.run_robust_train)
+    # every seed's fine-tune is an MLflow run; it is not part of the training's signature.
+    return replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"),
                    feature_cache=str(Path(study.out_dir) / "cache"))  # audio features computed once
 
 
@@ -75,7 +81,7 @@ def seed_model_dirs(params: RobustTrainParams, study: RobustSeedParams, label: s
 
 
 def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
-                 progress: bool, compute: Compute) -> dict[int, str]:
+                 progress: bool, compute: Compute, train: Trainer) -> dict[int, str]:
     """Seed -> model folder: the stage's own model for its seed, a fine-tune for the others."""
     out = {}
     for seed in study.seeds:
@@ -84,7 +90,7 @@ def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
             continue
         run = _seed_run(params, study, label, seed)
         logger.info("fine-tuning %s with seed %d -> %s", label, seed, run.out_dir)
-        out[seed] = train_robust_clap(run, progress=progress, compute=compute).model_dir
+        out[seed] = train(run, progress=progress, compute=compute).model_dir
     return out
 
 
@@ -95,9 +101,11 @@ def _scores(pqs: dict[int, dict[str, Any]], bench: str, direction: str, metric: 
 
 def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: RobustBenchParams,
                    study: RobustSeedParams, *, progress: bool = True,
-                   compute: Compute | None = None) -> list[dict]:
+                   compute: Compute | None = None, trainer: Trainer = train_robust_clap) -> list[dict]:
     """Fine-tune the missing seeds, score every model, test the findings, write them
-    (training and embedding on ``compute.device``).
+    (training and embedding on ``compute.device``). ``trainer`` runs one fine-tune: the stage
+    passes :func:`clapcap.tracked.robust.run_robust_train`, so each seed's fine-tune is an MLflow
+    run when ``track`` is on (this module imports no tracking).
 
     Returns:
         The finding entries written to ``study.conclusions``.
@@ -117,8 +125,8 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
     if train.seed != control.seed:
         raise ValueError(f"robust_train.seed {train.seed} != robust_control.seed {control.seed}: "
                          "the seed study pairs them seed by seed")
-    dirs = {"candidate": _seed_models(train, study, "candidate", progress, compute),
-            "control": _seed_models(control, study, "control", progress, compute)}
+    dirs = {"candidate": _seed_models(train, study, "candidate", progress, compute, trainer),
+            "control": _seed_models(control, study, "control", progress, compute, trainer)}
     findings = seed_findings(bench, study, dirs, compute=compute)
     publish_findings(findings, study.conclusions, study.findings_md)
     return findings
