@@ -1,4 +1,4 @@
-"""DVC stage `caption_register`: register the best validation config as MLflow `captioner@champion`."""
+"""DVC stage `caption_register`: register the best validation config as MLflow `clapcap-captioner@champion`."""
 
 import sys
 

@@ -15,7 +15,7 @@ def test_caption_on_a_fresh_clone_says_how_to_build_a_captioner(tmp_path, monkey
     assert main(["captioning", "caption", str(tmp_path / "a.wav")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("clapcap: error:") == 1 and len(err.strip().splitlines()) == 1
-    assert "no model is registered as 'captioner'" in err and "dvc repro caption_register" in err
+    assert "no model is registered as 'clapcap-captioner'" in err and "dvc repro caption_register" in err
 
 
 def test_loading_an_alias_no_version_holds_says_how_to_promote(mlflow_uri, capsys):

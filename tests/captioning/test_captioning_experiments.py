@@ -189,8 +189,8 @@ def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
     import mlflow
 
     client = mlflow.MlflowClient()
-    assert str(client.get_model_version_by_alias("captioner", "champion").version) == "1"
-    assert client.get_model_version("captioner", "2").tags["clapcap.decision"] == "challenger"
+    assert str(client.get_model_version_by_alias("clapcap-captioner", "champion").version) == "1"
+    assert client.get_model_version("clapcap-captioner", "2").tags["clapcap.decision"] == "challenger"
     model = load_champion()
     in_dim = 8 if "frames" in best["name"] else 16
     x = np.random.default_rng(0).standard_normal((3, in_dim)).astype(np.float32)

@@ -341,7 +341,7 @@ class CaptioningParams:
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     metrics: list[str] | None = None
     selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])
-    registered_model: str = "captioner"
+    registered_model: str = "clapcap-captioner"
     alias: str = "champion"
     track: bool = True
     progress: bool = True

@@ -189,7 +189,7 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     _add_generate(group)
     p = add_command(group, "caption", _caption, "caption audio files with a registered captioner")
     p.add_argument("audio", nargs="+", help="audio files (wav, flac, ogg, mp3)")
-    p.add_argument("--model", default="models:/captioner@champion", help="MLflow model URI")
+    p.add_argument("--model", default="models:/clapcap-captioner@champion", help="MLflow model URI")
     p.add_argument("--out", default=None, help="also write {path: caption} JSON here")
     p = add_command(group, "ablate", _ablate, "run one ablation (or one configuration of it)")
     _add_params(p)

@@ -207,7 +207,7 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     return result
 
 
-def load_champion(name: str = "captioner", alias: str = "champion") -> Any:
+def load_champion(name: str = "clapcap-captioner", alias: str = "champion") -> Any:
     """Load the registered champion as a pyfunc model (``predict(audio paths) -> captions``).
 
     Raises:

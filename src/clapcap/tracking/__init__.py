@@ -233,7 +233,7 @@ def log_loader_pyfunc_model(name: str, loader: str, *, artifacts: Mapping[str, s
 
 
 def load_pyfunc_model(model_uri: str, tracking_uri: str | None = None, *, build_hint: str = "") -> Any:
-    """Load a pyfunc model (for example ``models:/captioner@champion``) from the project's
+    """Load a pyfunc model (for example ``models:/clapcap-captioner@champion``) from the project's
     store (``tracking_uri`` or :func:`default_tracking_uri`), also outside a stage run.
 
     Raises:

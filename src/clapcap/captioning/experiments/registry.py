@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 REGISTRATION_FILE = "registration.json"  # beside champion.json; git-ignored, not a DVC output
 
-# How a store without a registered captioner gets one (the error of loading ``captioner@champion``).
+# How a store without a registered captioner gets one (the error of loading ``clapcap-captioner@champion``).
 BUILD_HINT = ("Build and register one with `dvc repro caption_register` (it runs the captioning study first), "
               "or `clapcap captioning register` once the study's results exist.")
 
