@@ -9,7 +9,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
 from clapcap.evaluation.caption_scores import (
     CaptionScoreParams,
-    bootstrap_ci,
+    mean_interval,
     prediction_files,
     score_study,
     summarize_configs,
@@ -62,5 +62,5 @@ def test_summaries_and_ci():
     s = summarize_configs({"a_seed0": {"corpus": 0.5}, "a_seed2": {"corpus": 0.7}, "nosuffix": {"corpus": 1.0}})
     assert s == {"a": {"mean": pytest.approx(0.6), "std": pytest.approx(np.std([0.5, 0.7], ddof=1)),
                        "seeds": [0, 2], "n_seeds": 2}}
-    lo, hi = bootstrap_ci(np.array([0.0, 1.0] * 50), n_resamples=500, seed=0)
+    lo, hi = mean_interval(np.array([0.0, 1.0] * 50), n_resamples=500, seed=0)
     assert lo < 0.5 < hi and hi - lo < 0.3
