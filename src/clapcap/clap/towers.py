@@ -182,17 +182,21 @@ def minilm_features(texts: Sequence[str], *, model: Any = None, batch_size: int 
 
 
 class TowerClap:
-    """A saved tower CLAP with its towers, for raw audio and text (retrieval on new data)."""
+    """A saved tower CLAP with its towers, for raw audio and text (retrieval on new data).
+    YAMNet is read on the first audio call, so a text-only user (the registered query encoder)
+    does not load it."""
 
     def __init__(self, folder: str | Path) -> None:
-        from clapcap.pretrained.yamnet import load_yamnet
-
         self.heads, self.config = load_tower_clap(folder)
-        self.yamnet = load_yamnet()
         self.text_model = load_minilm_sentence_model()
+        self._yamnet: Any = None
 
     def audio_embeds(self, waves_16k: Sequence[np.ndarray], *, progress: bool = False) -> np.ndarray:
-        feats, _ = yamnet_features(waves_16k, model=self.yamnet, total=len(waves_16k), progress=progress)
+        if self._yamnet is None:
+            from clapcap.pretrained.yamnet import load_yamnet
+
+            self._yamnet = load_yamnet()
+        feats, _ = yamnet_features(waves_16k, model=self._yamnet, total=len(waves_16k), progress=progress)
         with torch.no_grad():
             return self.heads.embed_audio(torch.from_numpy(feats)).numpy()
 
@@ -207,15 +211,12 @@ class _TowerTextEmbedder:
     the text side only (a query encoder), so loading it does not read YAMNet."""
 
     def __init__(self, folder: str | Path) -> None:
-        self.heads, self.config = load_tower_clap(folder)
-        self.text_model = load_minilm_sentence_model()
+        self.model = TowerClap(folder)
 
     def predict(self, model_input: Any) -> np.ndarray:
         if hasattr(model_input, "columns"):  # pandas DataFrame: first column holds the texts
             model_input = model_input.iloc[:, 0].tolist()
-        feats = minilm_features([str(t) for t in model_input], model=self.text_model, progress=False)
-        with torch.no_grad():
-            return self.heads.embed_text(torch.from_numpy(feats)).numpy()
+        return self.model.text_embeds([str(t) for t in model_input])
 
 
 def pyfunc_loader(artifacts: dict[str, str]) -> _TowerTextEmbedder:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field, replace
-from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.retrieval.bootstrap import paired_bootstrap
+from clapcap.retrieval.metrics import chance_recall
 from clapcap.robust.benchmark import (
     ZS,
     check_models,
@@ -69,16 +69,6 @@ class RealBenchParams:
     chance_k: int = 10
     conclusions: str = "results/real/conclusions.json"
     findings_md: str = "results/real/findings.md"
-
-
-def chance_recall(captions_per_clip: list[int], k: int) -> dict[str, float]:
-    """Expected R@k of a random ranking: ``t2a`` and ``a2t`` (see the module docstring)."""
-    n, m = len(captions_per_clip), int(sum(captions_per_clip))
-    if n == 0 or k < 1:
-        raise ValueError(f"chance_recall: need clips and k >= 1, found {n} clips, k={k}")
-    t2a = min(k, n) / n
-    a2t = float(np.mean([1.0 - comb(m - c, k) / comb(m, k) for c in captions_per_clip])) if k <= m else 1.0
-    return {"t2a": t2a, "a2t": a2t}
 
 
 def _chance_findings(pqs: dict[str, Any], names: list[str], chance: dict[str, float], k: int,

@@ -62,7 +62,7 @@ from clapcap.errors import InputError
 from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.retrieval.bootstrap import bootstrap_ci
-from clapcap.retrieval.metrics import per_query_metrics
+from clapcap.retrieval.metrics import chance_recall, per_query_metrics
 from clapcap.utils.io import write_json
 
 logger = logging.getLogger(__name__)
@@ -207,16 +207,6 @@ def with_class_route(f: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return g
 
 
-def chance_recall(captions_per_clip: np.ndarray, k: int) -> dict[str, float]:
-    """Expected R@k of a random ranking: t2a ``min(k, n) / n`` (one relevant clip per caption);
-    a2t ``1 - C(M - c, k) / C(M, k)`` averaged over clips (``M`` captions, ``c`` the clip's)."""
-    from math import comb
-
-    n, m = len(captions_per_clip), int(np.sum(captions_per_clip))
-    a2t = float(np.mean([1.0 - comb(m - int(c), k) / comb(m, k) for c in captions_per_clip])) if k <= m else 1.0
-    return {"t2a": min(k, n) / n, "a2t": a2t}
-
-
 def name_baseline_similarity(f: dict[str, np.ndarray], text: np.ndarray, clip_rows: np.ndarray,
                              top: int) -> np.ndarray:
     """The ``yamnet_names`` scores (module docstring): (len(text), len(clip_rows)), float64."""
@@ -244,7 +234,9 @@ def _summary(pq: dict[str, dict[str, np.ndarray]], params: RealClapParams, names
                     "high": round(ci[d][m]["high"], 6)} for m in names} for d in pq}
 
 
-Routed = list[ProjectionHeads]  # the class_route row's heads, one per seed (they read with_class_route features)
+# The class_route row: its heads (one per seed) and the with_class_route features they read, of the
+# feature set being evaluated (built once per set, not per family).
+Routed = tuple[list[ProjectionHeads], dict[str, np.ndarray]] | None
 
 
 def _systems(f: dict[str, np.ndarray], split: PairedFeatures, rows: np.ndarray, trained: list[ProjectionHeads],
@@ -256,20 +248,21 @@ def _systems(f: dict[str, np.ndarray], split: PairedFeatures, rows: np.ndarray, 
            "yamnet_names": [per_query_metrics(base, split.caption_clip_index, ks=ks)],
            "untrained_heads": [per_query_metrics(similarity(h, split), split.caption_clip_index, ks=ks)
                                for h in untrained]}
-    if routed:
-        split2, _ = split_features(with_class_route(f), "test", family)
+    if routed is not None:
+        heads, features = routed
+        split2, _ = split_features(features, "test", family)
         out["class_route"] = [per_query_metrics(similarity(h, split2), split2.caption_clip_index, ks=ks)
-                              for h in routed]
+                              for h in heads]
     return out
 
 
 def evaluate(f: dict[str, np.ndarray], trained: list[ProjectionHeads], untrained: list[ProjectionHeads],
              params: RealClapParams, *, family: str | None = None,
-             routed: Routed = ()) -> tuple[dict[str, Any], dict[str, list[dict]]]:
+             routed: Routed = None) -> tuple[dict[str, Any], dict[str, list[dict]]]:
     """Every system's metrics with intervals on the test split (or one family of it)."""
     split, rows = split_features(f, "test", family)
     names = [*(f"r@{k}" for k in params.ks), "map@10"]
-    systems = _systems(f, split, rows, trained, untrained, params, list(routed), family)
+    systems = _systems(f, split, rows, trained, untrained, params, routed, family)
     counts = np.bincount(split.caption_clip_index, minlength=len(rows))
     out: dict[str, Any] = {"clips": len(rows), "captions": len(split.text),
                            "chance": {f"r@{k}": chance_recall(counts, k) for k in params.ks}}
@@ -292,7 +285,7 @@ def _label_accuracy(f: dict[str, np.ndarray], heads: list[ProjectionHeads], rows
 
 
 def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: RealClapParams,
-              routed: Routed = ()) -> dict[str, Any]:
+              routed: Routed = None) -> dict[str, Any]:
     """Zero-shot label accuracy on the labelled test clips (module docstring)."""
     rows = np.flatnonzero((f["split"] == "test") & f["label_matrix"].any(axis=1))
     if len(rows) == 0:
@@ -301,8 +294,8 @@ def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: 
     used = f["label_matrix"][rows].any(axis=0)
     positives, label_text = f["label_matrix"][rows][:, used], f["label_text"][used]
     accs = _label_accuracy(f, trained, rows, used)
-    routed_acc = {"class_route": round(float(np.mean(_label_accuracy(with_class_route(f), list(routed), rows,
-                                                                     used))), 6)} if routed else {}
+    routed_acc = {"class_route": round(float(np.mean(_label_accuracy(routed[1], routed[0], rows, used))), 6)} \
+        if routed is not None else {}
     base = name_baseline_similarity(f, label_text, rows, params.baseline_top_classes).T  # (clips, labels)
     chance = float(np.mean(positives.sum(axis=1) / positives.shape[1]))
     return {"clips": len(rows), "labels": int(used.sum()), "chance": round(chance, 6),
@@ -365,12 +358,13 @@ def run_real_clap(params: RealClapParams) -> dict[str, Any]:
         val_best[seed] = max(h["val_t2a_r@10"] for h in hist)
         save_tower_clap(heads, Path(params.model_dir) / f"seed_{seed}", towers=towers,
                         extra={"seed": seed, "val_t2a_r@10": val_best[seed], "trained_on": params.dataset_dir})
-    routed: Routed = []
+    routed_heads: list[ProjectionHeads] = []
     if params.class_route:
         fr = with_class_route(f)
         cfg_r = replace(cfg, audio_dim=fr["audio"].shape[1], text_dim=fr["text"].shape[1])
         tr_r, va_r = split_features(fr, "train")[0], split_features(fr, "val")[0]
-        routed = [train_heads(cfg_r, params.train, tr_r, va_r, seed=seed)[0] for seed in params.seeds]
+        routed_heads = [train_heads(cfg_r, params.train, tr_r, va_r, seed=seed)[0] for seed in params.seeds]
+    routed: Routed = (routed_heads, fr) if routed_heads else None
     best_seed = max(params.seeds, key=lambda s: (val_best[s], -s))
     model = Path(params.model_dir) / "model"
     shutil.rmtree(model, ignore_errors=True)
@@ -383,9 +377,10 @@ def run_real_clap(params: RealClapParams) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     for name, path in extra_features(params).items():
         g = load_features(path)
-        block, extra_systems = evaluate(g, trained, untrained, params, routed=routed)
-        extra[name] = {"test": block, "zero_shot": zero_shot(g, trained, params, routed),
-                       "test_per_family": {fam: evaluate(g, trained, untrained, params, family=fam, routed=routed)[0]
+        routed_g: Routed = (routed_heads, with_class_route(g)) if routed_heads else None
+        block, extra_systems = evaluate(g, trained, untrained, params, routed=routed_g)
+        extra[name] = {"test": block, "zero_shot": zero_shot(g, trained, params, routed_g),
+                       "test_per_family": {fam: evaluate(g, trained, untrained, params, family=fam, routed=routed_g)[0]
                                            for fam in sorted(set(g["family"][g["split"] == "test"]))}}
         findings += _findings(extra_systems, params, prefix=f"real_clap.{name}",
                               where=f"On the {block['clips']} real recordings of {name} ({params.extra_tests[name]})")

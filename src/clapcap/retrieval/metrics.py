@@ -75,6 +75,25 @@ def metric_names(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
     return [f"r@{k}" for k in ks] + ["map", f"map@{AP_CUTOFF}", "mrr", "median_rank"]
 
 
+def chance_recall(captions_per_clip: Sequence[int], k: int) -> dict[str, float]:
+    """Expected R@k of a random ranking of ``len(captions_per_clip)`` clips: ``t2a`` is
+    ``min(k, n) / n`` (one relevant clip per caption); ``a2t`` is ``1 - C(M - c, k) / C(M, k)``
+    averaged over clips (``M`` captions in all, ``c`` of them the clip's own), the probability
+    that a random ranking puts one of the clip's captions in the top ``k``.
+
+    Raises:
+        ValueError: with no clips or ``k < 1``.
+    """
+    from math import comb
+
+    counts = [int(c) for c in captions_per_clip]
+    n, m = len(counts), sum(counts)
+    if n == 0 or k < 1:
+        raise ValueError(f"chance_recall: need clips and k >= 1, found {n} clips, k={k}")
+    a2t = float(np.mean([1.0 - comb(m - c, k) / comb(m, k) for c in counts])) if k <= m else 1.0
+    return {"t2a": min(k, n) / n, "a2t": a2t}
+
+
 # ----------------------------------------------------------------------------- checks
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     out = tuple(ks)

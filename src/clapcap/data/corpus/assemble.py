@@ -294,9 +294,11 @@ def build_corpus(params: CorpusParams) -> dict:
     # the fill and the speech cap are counted, so both hold on what is written.
     undecodable: dict[str, str] = {}
     decodable = []
+    frames_of: dict[int, tuple[int, int]] = {}  # id(record) -> (samples, rate), for the manifest
     for r in tqdm(packaged, desc="decode check", unit="clip"):
         try:
-            sf.read(io.BytesIO(audio.bytes_of(r)), frames=-1, dtype="float32")
+            wave, rate = sf.read(io.BytesIO(audio.bytes_of(r)), frames=-1, dtype="float32")
+            frames_of[id(r)] = (len(wave), rate)
             decodable.append(r)
         except (sf.LibsndfileError, RuntimeError, ValueError) as err:
             undecodable[f"{r.package}:{r.member or r.path}"] = str(err)[-120:]
@@ -323,7 +325,11 @@ def build_corpus(params: CorpusParams) -> dict:
     for r, split in tqdm(list(zip(records, splits, strict=True)), desc="write corpus", unit="clip"):
         name = _file_name(r, taken)
         data = wav_of[id(r)] if r.is_render else audio.bytes_of(r)
-        wave, rate = sf.read(io.BytesIO(data), frames=-1, dtype="float32")
+        if r.is_render:  # a WAV written here: its header says its length
+            info = sf.info(io.BytesIO(data))
+            n_samples, rate = info.frames, info.samplerate
+        else:
+            n_samples, rate = frames_of[id(r)]
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_bytes(data)
         caps = list(r.captions) + [""] * (n_caps - len(r.captions))
@@ -333,7 +339,7 @@ def build_corpus(params: CorpusParams) -> dict:
         source_rows.append({"file_name": name, **{k: v for k, v in asdict(r).items()
                                                    if k not in ("captions", "labels")}})
         manifest_rows.append({"clip_id": name.removeprefix("audio/"), "audio_path": name,
-                              "duration_s": round(len(wave) / rate, 4), "sample_rate": int(rate),
+                              "duration_s": round(n_samples / rate, 4), "sample_rate": int(rate),
                               "split": split, "source": r.package, "captions": list(r.captions),
                               "is_audioset_eval": None, "labels": list(r.labels),
                               "meta": {"family": r.family, "group": r.group, "sha256": r.sha256,
