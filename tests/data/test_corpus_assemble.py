@@ -135,6 +135,7 @@ def test_a_file_that_does_not_decode_is_left_out_and_listed(packages, tmp_path):
     broken.write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt \x02\x00\x00\x00\x01\x00" + b"\x00" * 24)
     report = assemble.build_corpus(_params(packages, tmp_path))
     assert report["undecodable"].keys() == {"kit:usr/share/kit/kit1/2.wav"}
+    assert "0x" not in report["undecodable"]["kit:usr/share/kit/kit1/2.wav"]  # no memory address: same bytes each run
     rows, _ = read_folder(tmp_path / "corpus", tmp_path / "corpus" / "metadata.csv")
     # Left out before the fill is counted: one more render takes its place, so the target (60)
     # and the speech cap (18 of 60) hold on what is written.

@@ -29,6 +29,7 @@ import csv
 import io
 import json
 import logging
+import re
 import shutil
 import zipfile
 from collections import Counter, defaultdict
@@ -301,7 +302,10 @@ def build_corpus(params: CorpusParams) -> dict:
             frames_of[id(r)] = (len(wave), rate)
             decodable.append(r)
         except (sf.LibsndfileError, RuntimeError, ValueError) as err:
-            undecodable[f"{r.package}:{r.member or r.path}"] = str(err)[-120:]
+            # Without the in-memory file's repr ("<_io.BytesIO object at 0x7f...>"): report.json's
+            # bytes must not change from one run to the next.
+            undecodable[f"{r.package}:{r.member or r.path}"] = re.sub(r"<_io\.BytesIO object at 0x[0-9a-f]+>",
+                                                                       "the file", str(err))[-120:]
     packaged = decodable
     speech = [r for r in packaged if r.family == "speech"]
     other = [r for r in packaged if r.family != "speech"]
