@@ -121,7 +121,7 @@ test: setup browser
 	$(VENV)/bin/pytest -q
 
 # A real Prefect server with two process workers, and DVC's experiment queue (docs/scaling.md).
-test-distributed: setup
+test-distributed: setup postgres
 	$(VENV)/bin/pytest -q -m distributed
 
 test-all: setup browser assets

@@ -1,5 +1,9 @@
 """The captioning sweep on a real Prefect server with two process workers (make test-distributed).
 
+The server and the MLflow store are on PostgreSQL, as Prefect and MLflow advise for several
+concurrent writers: on SQLite the server logged ``database is locked`` for worker heartbeats,
+and one CI run saw the first sweep fail.
+
 One test, in phases, on one server: deploy with the repository's prefect.yaml; run the sweep
 (every configuration completes exactly once, both workers ran configurations, results and
 MLflow runs are in place); run it again on a second output folder and ``kill -9`` a worker
@@ -18,6 +22,7 @@ import pytest
 import yaml
 from caption_fixtures import TINY_MODEL, make_dump
 from prefect_cluster import Cluster, kill_tree
+from services import create_database, start_postgres
 
 pytestmark = pytest.mark.distributed
 
@@ -80,6 +85,34 @@ def _wait_final(client, run_id: str, timeout_s: float = 240) -> str:
     raise TimeoutError(f"flow run {run_id} not final after {timeout_s} s")
 
 
+def _explain(client, cluster: Cluster, run_id: str) -> str:
+    """Why a flow run did not complete: its state message, its children's, and the error lines
+    of every process's log (so a CI failure names its cause)."""
+    run = client.read_flow_run(run_id)
+    lines = [f"parent {run.name}: {run.state.type.value}: {run.state.message}"]
+    for name, child in sorted(_children(_runs(client), run_id).items()):
+        lines.append(f"  {name}: {child.state.type.value}: {child.state.message}")
+    for proc, log in cluster.logs.items():
+        text = log.read_text(errors="replace").splitlines() if log.is_file() else []
+        hits = [i for i, line in enumerate(text) if "Traceback" in line or "| ERROR" in line]
+        for i in hits[:3]:
+            lines.append(f"--- {proc}.log line {i + 1}:")
+            lines.extend(text[i:i + 40])
+    return "\n".join(lines)
+
+
+def _flow_runs_in_postgres(port: int) -> int:
+    import psycopg2
+
+    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="prefect")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM flow_run")
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()
+
+
 def _children(runs, parent: str) -> dict[str, object]:
     return {r.name.removeprefix("config-"): r for r in runs if (r.idempotency_key or "").startswith(f"{parent}:")}
 
@@ -102,14 +135,28 @@ def project(tmp_path, tiny_corpus):
     return root
 
 
-def test_sweep_on_two_workers_shares_work_and_survives_kill(project, tmp_path, monkeypatch):
+@pytest.fixture
+def pg():
+    """A PostgreSQL cluster with the databases ``prefect`` and ``mlflow``, stopped by its PID after."""
+    server = start_postgres()
+    try:
+        for database in ("prefect", "mlflow"):
+            create_database(server.port, database)
+        yield server
+    finally:
+        server.stop()
+
+
+def test_sweep_on_two_workers_shares_work_and_survives_kill(project, tmp_path, pg):
     import mlflow
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
     from prefect.states import Crashed
 
-    tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = {"MLFLOW_TRACKING_URI": tracking, "CLAPCAP_AAC_CACHE": str(tmp_path / "aac"), "HF_HUB_OFFLINE": "1",
+    tracking = pg.sqlalchemy_uri("mlflow")
+    env = {"MLFLOW_TRACKING_URI": tracking,
+           "PREFECT_API_DATABASE_CONNECTION_URL": f"postgresql+asyncpg://postgres@127.0.0.1:{pg.port}/prefect",
+           "CLAPCAP_AAC_CACHE": str(tmp_path / "aac"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": f"{REPO / 'src'}", "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_WORKER_QUERY_SECONDS": "1",
            "PREFECT_WORKER_PREFETCH_SECONDS": "2", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     params1 = _write_params(project, "params.yaml", "results/captioning")
@@ -129,7 +176,7 @@ def test_sweep_on_two_workers_shares_work_and_survives_kill(project, tmp_path, m
             # 1. The sweep: every configuration exactly once, both workers ran some.
             t0 = time.monotonic()
             parent = _run_sweep(params1)
-            assert _wait_final(client, parent) == "COMPLETED"
+            assert _wait_final(client, parent) == "COMPLETED", _explain(client, cluster, parent)
             print(f"sweep of {len(names)} configurations: {time.monotonic() - t0:.1f} s")
             runs = _runs(client)
             children = _children(runs, parent)
@@ -148,6 +195,7 @@ def test_sweep_on_two_workers_shares_work_and_survives_kill(project, tmp_path, m
             assert sorted(evals["tags.clapcap.config"]) == sorted(names)  # one run per configuration
             assert set(evals["status"]) == {"FINISHED"}
             assert not (project / "mlruns").exists()  # MLFLOW_TRACKING_URI, not a store in a cwd
+            assert _flow_runs_in_postgres(pg.port) >= len(names) + 1  # the server's store is PostgreSQL
 
             # 2. kill -9 a worker in the middle of a configuration.
             out2 = project / "results" / "captioning_kill"
@@ -166,7 +214,7 @@ def test_sweep_on_two_workers_shares_work_and_survives_kill(project, tmp_path, m
 
             # 3. Re-running the deployment completes only the missing configurations.
             parent3 = _run_sweep(params2, extras=False)
-            assert _wait_final(client, parent3) == "COMPLETED"
+            assert _wait_final(client, parent3) == "COMPLETED", _explain(client, cluster, parent3)
             assert set(_children(_runs(client), parent3)) == names - done
             assert _results_ok(out2) == names
             completed = [r.name for r in _runs(client)

@@ -33,6 +33,15 @@ def _repo(root: Path, env: dict[str, str]) -> None:
     init_repo(root, params, {"evaluate_retrieval": stage}, env, "tiny experiment")
 
 
+def _failed_logs(root, env, status: str) -> str:
+    """``dvc queue logs`` of every experiment the status table lists as failed (so a CI failure
+    names its cause)."""
+    names = [line.split()[1] for line in status.splitlines() if "Failed" in line and len(line.split()) > 1]
+    logs = [subprocess.run([*DVC, "queue", "logs", name], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=60).stdout[-4000:] for name in names]
+    return "\n".join(f"--- dvc queue logs {n}:\n{text}" for n, text in zip(names, logs, strict=True))
+
+
 def test_dvc_queue_runs_two_variants_into_the_project_mlflow_store(tmp_path):
     root = tmp_path / "repo"
     tracking = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
@@ -54,7 +63,7 @@ def test_dvc_queue_runs_two_variants_into_the_project_mlflow_store(tmp_path):
     finally:
         subprocess.run([*DVC, "queue", "stop", "--kill"], cwd=root, env=env, capture_output=True, timeout=60)
     print(f"dvc queue, 2 experiments with --jobs 2: {time.monotonic() - start:.1f} s")
-    assert status.count("Success") == 2, status
+    assert status.count("Success") == 2, status + _failed_logs(root, env, status)
 
     shown = json.loads(run([*DVC, "exp", "show", "--json"], root, env))
     exps = {e["name"]: e for rev in shown for e in (rev.get("experiments") or [])
