@@ -72,22 +72,25 @@ def test_judge_pools_resume_and_record_failures(study, fake_api, tmp_path, monke
     cfg = JudgeConfig(pool="audio_llm", models=["judge-a", "judge-b"], mode="audio",
                       base_url=fake_api.url, api_key_env="FAKE_KEY", env_file="", backoff_s=0.0)
     counts = run_judges(study["pairs"], db, cfg, out=out)
-    assert counts == {"pool": "audio_llm", "votes": 17, "failures": 1, "skipped": 0}
+    # 9 items x 2 models x 2 orders; judge-b's first ask (item 1 shown AB) failed.
+    assert counts == {"pool": "audio_llm", "votes": 35, "failures": 1, "skipped": 0}
     assert all(r["auth"] == f"Bearer {KEY}" for r in fake_api.requests)
     assert KEY not in caplog.text
     audio_req = fake_api.requests[0]["body"]["messages"][-1]["content"]
     assert audio_req[0]["type"] == "input_audio" and audio_req[0]["input_audio"]["format"] == "wav"
     ratings = read_ratings(out)
-    assert set(ratings["pool"]) == {"audio_llm"} and len(ratings) == 17
+    assert set(ratings["pool"]) == {"audio_llm"} and len(ratings) == 35
+    assert set(ratings["rater"]) == {"judge-a#AB", "judge-a#BA", "judge-b#AB", "judge-b#BA"}
+    assert (ratings["shown_order"] == ratings["rater"].str[-2:]).all()  # each rater is one order
     # De-randomised: the fake judge always prefers the dog caption (gpt2 over t5), in any order.
     gpt2_vs_t5 = ratings[ratings["pair_id"] == "gpt2|t5"]
     assert set(gpt2_vs_t5["choice"]) == {"A"} and set(gpt2_vs_t5["shown_order"]) == {"AB", "BA"}
     failures = VoteStore(db).failures()
-    assert failures["rater"].tolist() == ["judge-b"] and "malformed" in failures["error"].iloc[0]
+    assert failures["rater"].tolist() == ["judge-b#AB"] and "malformed" in failures["error"].iloc[0]
     # A rerun only retries the failed item.
     n_requests = len(fake_api.requests)
     again = run_judges(study["pairs"], db, cfg, out=out)
-    assert again == {"pool": "audio_llm", "votes": 1, "failures": 0, "skipped": 17}
+    assert again == {"pool": "audio_llm", "votes": 1, "failures": 0, "skipped": 35}
     assert len(fake_api.requests) == n_requests + 1 and VoteStore(db).failures().empty
 
 
@@ -103,10 +106,15 @@ def test_text_pool_cli_sees_reference_not_audio(study, fake_api, tmp_path, monke
     pairs = read_pairs(study["pairs"]).set_index("item_id")
     item = fake_api.requests[0]["body"]
     ratings = read_ratings(out)
-    assert len(ratings) == len(pairs) and set(ratings["rater"]) == {"t1"}
-    row = ratings.iloc[0]
-    assert row["shown_order"] == shown_order(0, "t1", row["item_id"])
+    assert len(ratings) == 2 * len(pairs) and set(ratings["rater"]) == {"t1#AB", "t1#BA"}
     assert item["temperature"] == 0.0
+    # --one-order: each item once, in the judge's seeded order.
+    rc = main(["pairwise", "judge", "--pairs", str(study["pairs"]), "--db", str(tmp_path / "once.sqlite"),
+               "--out", str(out), "--pool", "text_llm", "--mode", "text", "--model", "t1", "--one-order",
+               "--base-url", fake_api.url, "--api-key-env", "FAKE_KEY", "--env-file", ""])
+    ratings = read_ratings(out)
+    assert rc == 0 and len(ratings) == len(pairs) and set(ratings["rater"]) == {"t1"}
+    assert all(r.shown_order == shown_order(0, "t1", r.item_id) for r in ratings.itertuples())
 
 
 def test_judge_stops_on_a_dead_endpoint(study, tmp_path, closed_port_url, monkeypatch, capsys):
@@ -196,7 +204,7 @@ def test_failed_judgements_end_with_one_error_line(study, fake_api, tmp_path, mo
     fake_api.by_model["m1"] = [fake_api.chat("no idea")] * 3
     rc = _judge_cli(study, tmp_path, fake_api.url, "--dotenv", "")
     line = _one_error_line(capsys.readouterr().err)
-    assert rc == 1 and len(fake_api.requests) == 2 * 9 + 2
+    assert rc == 1 and len(fake_api.requests) == 2 * 9 * 2 + 2  # models x items x orders, + 2 re-asks
     assert "judge pool text_llm: 1 judgement(s) failed" in line and fake_api.url in line
     assert "malformed answer after 3 attempts: 'no idea'" in line
-    assert len(VoteStore(tmp_path / "j.sqlite").votes()) == 17
+    assert len(VoteStore(tmp_path / "j.sqlite").votes()) == 35

@@ -40,7 +40,7 @@ def study(tmp_path):
         "systems": {"good": str(tmp_path / "good.json"), "bad": str(tmp_path / "bad.json")},
         "reference_split": str(split), "include_reference": False, "n_clips": 6,
         "out_dir": str(tmp_path / "out"), "votes_db": str(tmp_path / "votes" / "judges.sqlite"),
-        "human_dir": str(tmp_path / "human"), "judges": judges, "n_resamples": 200})
+        "human_dir": str(tmp_path / "human"), "judges": judges, "n_resamples": 200, "gold_clips": 0})
     yield params, api
     api.close()
 
@@ -59,7 +59,9 @@ def test_study_end_to_end_then_resumes_and_takes_human_votes(study, tmp_path):
     assert 0.0 <= summary["first_shown_rate"]["p1"] <= 1.0
     assert (tmp_path / "out" / "preference.png").read_bytes()[:4] == b"\x89PNG"
     n_requests = len(api.requests)
-    assert n_requests == 18
+    assert n_requests == 36  # 6 items x 3 judges x 2 orders
+    assert summary["order_consistency"] == {"p1/j1": 1.0, "p1/j2": 1.0, "p2/j3": 1.0}
+    assert summary["verdict"] == "no gold items: every judge counts, unchecked"
 
     # A rerun asks nothing again; a human vote (against the judges) joins as pool `human`.
     human = VoteStore(tmp_path / "human" / "votes.sqlite")  # A = `bad` (systems sort by name)

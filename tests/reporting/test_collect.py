@@ -114,6 +114,9 @@ def test_llm_views_and_pairwise_sections(tmp_path):
         "n_items": 4, "n_votes": 8, "n_human_votes": 0, "preference": {"all judges": pref, "p": pref},
         "agreement": {"fleiss": {"p": {"kappa": 0.4}}, "judge_vs_judge": {"a vs b": {"kappa": 0.5}}},
         "position_bias": {"p": {"first_shown_rate": 0.6}},
+        "gold": {"p/a": {"accuracy": 0.9, "ci_low": 0.7, "ci_high": 0.97, "passes": True},
+                 "q/c": {"accuracy": 0.5, "ci_low": 0.3, "ci_high": 0.7, "passes": False}},
+        "order_consistency": {"p/a": {"consistency": 0.8}, "q/c": {"consistency": 0.0}},
         "judge_runs": [{"pool": "p", "votes": 8, "failures": 2}]})
     from PIL import Image
 
@@ -125,7 +128,9 @@ def test_llm_views_and_pairwise_sections(tmp_path):
     section = report.split("## RobustCLAP views from a real LLM")[1].split("\n## ")[0]
     assert "| view2 (1) |" in section and "check: new 1" in section and "dropped (check: new sound event(s): drum)" in section
     section = report.split("## Pairwise A/B study with LLM judges")[1].split("\n## ")[0]
-    assert "| x (8 votes) | 0.750 |" in section and "Fleiss kappa within each judge pool: p 0.400" in section
+    assert "| x (8 votes) | 0.750 |" in section and "Fleiss kappa within each counted judge pool: p 0.400" in section
+    assert "p/a: gold accuracy 0.90 [0.70, 0.97], passes, orders agree on 0.80 of items" in section
+    assert "q/c: gold accuracy 0.50 [0.30, 0.70], left out" in section
     assert "p 2 of 10" in section and (tmp_path / "report" / "figures" / "pairwise_preference.png").is_file()
     # A subset of two splits: one row per split and view, and what each split paraphrased.
     train_rec = [{**r, "caption": "A dog barks."} for r in records]

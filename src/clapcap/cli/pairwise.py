@@ -55,7 +55,7 @@ def _judge(args: argparse.Namespace) -> int:
                       api_key_env=args.api_key_env, env_file=args.env_file, seed=args.seed,
                       max_answer_attempts=args.max_answer_attempts, max_retries=args.max_retries,
                       timeout_s=args.timeout, max_connection_failures=args.max_connection_failures,
-                      extra_body=extra)
+                      extra_body=extra, both_orders=not args.one_order)
     # An endpoint failure (a refused key, no connection, retries exhausted) or failed
     # judgements raise a user error: run_entry prints it as one line and exits 1. Votes
     # stored so far are kept, and a rerun resumes.
@@ -114,7 +114,10 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env variable holding the key")
     p.add_argument("--env-file", "--dotenv", dest="env_file", default=".env",
                    help="KEY=VALUE file read when the variable is unset ('' for none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the order the captions are shown in")
+    p.add_argument("--seed", type=int, default=0, help="seed of the order the captions are shown in (--one-order)")
+    p.add_argument("--one-order", action="store_true",
+                   help="ask each item once, in a seeded random order (default: in both orders, stored as "
+                        "raters MODEL#AB and MODEL#BA)")
     p.add_argument("--max-answer-attempts", type=int, default=3,
                    help="asks per item before a malformed answer is recorded as a failure")
     p.add_argument("--max-retries", type=int, default=4, help="retries of a transient failure (timeout, 429, 5xx)")

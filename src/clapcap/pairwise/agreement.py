@@ -232,6 +232,9 @@ def run_agreement(ratings: str | Path, out: str | Path, *, human_pool: str = "hu
                   confidence: float = 0.95) -> dict[str, Any]:
     """Read ``ratings`` (CSV), compute the agreement report and write it to ``out`` (JSON).
 
+    A judge's two order votes (raters ``<model>#AB`` and ``<model>#BA``) count as one
+    judgement (:func:`clapcap.pairwise.orders.combine_orders`).
+
     Returns:
         The report dict.
 
@@ -239,8 +242,11 @@ def run_agreement(ratings: str | Path, out: str | Path, *, human_pool: str = "hu
         FileNotFoundError: when the ratings file is missing.
         RatingsError: when it is malformed.
     """
-    df = read_ratings(ratings)
-    report = {"ratings": str(ratings),
+    # Imported here: clapcap.pairwise.orders imports this module's wilson_interval.
+    from clapcap.pairwise.orders import combine_orders
+
+    df, incomplete = combine_orders(read_ratings(ratings))
+    report = {"ratings": str(ratings), "incomplete_judgements": incomplete,
               **compute_agreement(df, human_pool=human_pool, confidence=confidence)}
     write_json(out, report)
     logger.info("wrote agreement report to %s", out)

@@ -6,10 +6,11 @@ Two kinds of pool:
   and reads the two captions;
 - ``text``: the judge reads the reference caption and the two captions, no audio.
 
-Each judge (one model) sees every item once, captions in the order given by
-:func:`~clapcap.pairwise.store.shown_order` for ``(seed, model, item)``, and must answer
-``1`` or ``2``. The answer is de-randomised and stored in the :class:`VoteStore` like a
-human vote, with the pool's name. A malformed answer is asked again up to
+Each judge (one model) sees every item in both orders (``both_orders``, the default;
+stored as the raters ``<model>#AB`` and ``<model>#BA``, :mod:`clapcap.pairwise.orders`), or
+once in the order given by :func:`~clapcap.pairwise.store.shown_order` for
+``(seed, model, item)``, and must answer ``1`` or ``2``. The answer is de-randomised and
+stored in the :class:`VoteStore` like a human vote, with the pool's name. A malformed answer is asked again up to
 ``max_answer_attempts`` times, then recorded as a failure (never as a vote). Transport
 errors (timeouts, HTTP 429 and 5xx) are retried with exponential backoff by the shared
 :class:`clapcap.llm.ChatClient`.
@@ -42,6 +43,7 @@ from clapcap.llm import ChatClient as LLMChatClient
 from clapcap.llm import EndpointError, LLMError, LLMResponseError, RetryPolicy, SecretStr
 from clapcap.llm.client import DEFAULT_MAX_CONNECTION_FAILURES
 from clapcap.llm.config import EndpointConfig
+from clapcap.pairwise.orders import ORDERS, order_rater
 from clapcap.pairwise.pairs import read_pairs
 from clapcap.pairwise.store import VoteStore, derandomize, shown_order
 from clapcap.utils.io import atomic_path
@@ -73,6 +75,9 @@ class JudgeConfig(EndpointConfig):
     max_tokens: int = 8
     max_answer_attempts: int = 3
     max_retries: int = 4
+    # Ask every item in both orders (MT-Bench's swap; clapcap.pairwise.orders). False: once, in
+    # a seeded random order per judge and item, as people on the rating page see it.
+    both_orders: bool = True
     # A hosted API needs a key; a local engine (clapcap.llm.engine, a vLLM server) takes none.
     key_required: bool = True
 
@@ -152,8 +157,10 @@ def build_messages(item: pd.Series, order: str, mode: str) -> list[dict[str, Any
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
 
 
-def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series) -> tuple[str | None, str, str]:
-    """Ask ``model`` about one item.
+def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series,
+               order: str | None = None) -> tuple[str | None, str, str]:
+    """Ask ``model`` about one item, captions in ``order`` (``AB``/``BA``; by default the
+    seeded :func:`~clapcap.pairwise.store.shown_order` of ``model`` and the item).
 
     Returns:
         ``(choice, order, error)``: the de-randomised choice (None on failure), the order
@@ -164,7 +171,7 @@ def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series
             (the endpoint does not speak the chat-completions protocol).
         ChatError: on another failed request.
     """
-    order = shown_order(cfg.seed, model, item["item_id"])
+    order = order or shown_order(cfg.seed, model, item["item_id"])
     messages = build_messages(item, order, cfg.mode)
     params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, **cfg.extra_body}
     answer, answered = "", False
@@ -195,7 +202,8 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
                client: ChatClient | None = None, strict: bool = False) -> dict[str, Any]:
     """Judge every item of ``pairs`` with every model of ``cfg``; resume from ``db``.
 
-    Items a model already voted on are skipped; earlier failures are tried again.
+    Items a rater (a model, or a model in one order) already voted on are skipped; earlier
+    failures are tried again.
     When ``out`` is given, the pool's votes are written there as a ratings CSV.
 
     Returns:
@@ -213,26 +221,28 @@ def run_judges(pairs: str | Path, db: str | Path, cfg: JudgeConfig, *, out: str 
     store = VoteStore(db)
     client = client or _make_client(cfg)
     counts = {"pool": cfg.pool, "votes": 0, "failures": 0, "skipped": 0}
-    for model in cfg.models:
-        done = store.voted_items(model)
+    asks = [(order_rater(m, o), m, o) for m in cfg.models for o in ORDERS] if cfg.both_orders else \
+        [(m, m, None) for m in cfg.models]
+    for rater, model, fixed_order in asks:
+        done = store.voted_items(rater)
         for _, item in items.iterrows():
             if item["item_id"] in done:
                 counts["skipped"] += 1
                 continue
             try:
-                choice, order, error = judge_item(client, cfg, model, item)
+                choice, order, error = judge_item(client, cfg, model, item, fixed_order)
             except EndpointError:
-                logger.info("judge pool %s stopped at model %s item %s: %s so far", cfg.pool,
-                            model, item["item_id"], counts)
+                logger.info("judge pool %s stopped at rater %s item %s: %s so far", cfg.pool,
+                            rater, item["item_id"], counts)
                 raise
             except (ChatError, FileNotFoundError) as err:
                 choice, order, error = None, "", str(err)
             if choice is None:
-                store.record_failure(item_id=item["item_id"], rater=model, pool=cfg.pool,
+                store.record_failure(item_id=item["item_id"], rater=rater, pool=cfg.pool,
                                      pair_id=item["pair_id"], error=error)
                 counts["failures"] += 1
                 continue
-            store.record_vote(item_id=item["item_id"], rater=model, pool=cfg.pool,
+            store.record_vote(item_id=item["item_id"], rater=rater, pool=cfg.pool,
                               pair_id=item["pair_id"], choice=choice, shown_order=order)
             counts["votes"] += 1
     if out is not None:

@@ -57,8 +57,9 @@ def read_reference(path: str | Path) -> pd.DataFrame:
     """Read a split CSV (``clip_id``, ``caption``, optional ``audio_path``): one row per clip.
 
     Several rows per clip are several references; the first is kept as the clip's reference.
-    The result has the columns ``caption``, ``audio_path`` (absolute, or ``""``) and
-    ``line`` (the file line of the clip's first row); ``attrs["origin"]`` is the path.
+    The result has the columns ``caption``, ``captions`` (every reference of the clip, in file
+    order), ``audio_path`` (absolute, or ``""``) and ``line`` (the file line of the clip's first
+    row); ``attrs["origin"]`` is the path.
 
     Raises:
         FileNotFoundError: when the file is missing.
@@ -83,7 +84,9 @@ def read_reference(path: str | Path) -> pd.DataFrame:
     df["audio_path"] = [str((root / p).resolve()) if p and not Path(p).is_absolute() else p
                         for p in df["audio_path"]]
     df["line"] = [file_line(df, i) for i in range(len(df))]
-    out = df.groupby("clip_id", sort=True).first()[["caption", "audio_path", "line"]]
+    groups = df.groupby("clip_id", sort=True)
+    out = groups.first()[["caption", "audio_path", "line"]]
+    out.insert(1, "captions", groups["caption"].agg(list))
     out.attrs["origin"] = str(path)
     return out
 

@@ -78,19 +78,28 @@ def pairwise_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     rows = [Row(name=f"{system} ({v['votes']} votes)", values={k: float(v[k]) for k in ("rate", "ci_low", "ci_high")})
             for system, v in sorted(pref.items())]
     table = Table(SECTIONS["pairwise"], rows, ["rate", "ci_low", "ci_high"], bold=False,
-                  notes=["Preference rate over every LLM judge: (wins + ties/2) / votes; 95 % percentile "
-                         "bootstrap interval over clips."])
-    kappa = agreement["agreement"]
+                  notes=["Preference rate over the LLM judges that pass the gold pairs, each judgement "
+                         "from both orders: (wins + ties/2) / judgements; 95 % percentile bootstrap "
+                         "interval over clips."])
+    kappa = agreement["agreement"] or {"fleiss": {}, "judge_vs_judge": {}}
     fleiss = ", ".join(f"{p} {v['kappa']:.3f}" if v["kappa"] is not None else f"{p} undefined"
-                       for p, v in kappa["fleiss"].items())
+                       for p, v in kappa["fleiss"].items()) or "none"
     cohen = [v["kappa"] for v in kappa["judge_vs_judge"].values() if v["kappa"] is not None]
     bias = ", ".join(f"{p} {v['first_shown_rate']:.2f}" for p, v in agreement["position_bias"].items()
                      if v["first_shown_rate"] is not None)
     failed = ", ".join(f"{c['pool']} {c['failures']} of {c['votes'] + c['failures']}" for c in agreement["judge_runs"])
-    text = (f"{agreement['n_items']} items with a vote, {agreement['n_votes']} votes ({agreement['n_human_votes']} human). "
-            f"Fleiss kappa within each judge pool: {fleiss}. Mean Cohen kappa over judge pairs: "
+    gold = agreement.get("gold", {})
+    judges = "; ".join(f"{j}: gold accuracy {v['accuracy']:.2f} [{v['ci_low']:.2f}, {v['ci_high']:.2f}], "
+                       f"{'passes' if v['passes'] else 'left out'}, orders agree on "
+                       f"{agreement['order_consistency'][j]['consistency']:.2f} of items"
+                       for j, v in sorted(gold.items()) if j in agreement.get("order_consistency", {})
+                       and agreement["order_consistency"][j]["consistency"] is not None)
+    text = (f"{agreement['n_items']} items with a judgement, {agreement['n_votes']} judgements "
+            f"({agreement['n_human_votes']} human votes). "
+            + (f"Judges on the gold pairs (chance 0.5): {judges}. " if judges else "")
+            + f"Fleiss kappa within each counted judge pool: {fleiss}. Mean Cohen kappa over judge pairs: "
             + (f"{sum(cohen) / len(cohen):.3f} ({len(cohen)} pairs)" if cohen else "undefined")
-            + f". Share of votes for the caption shown first: {bias}. Judgements with no usable answer "
+            + f". Share of order votes for the caption shown first: {bias}. Asks with no usable answer "
             f"(asked again on every run): {failed}.\n")
     return Section(text=text, tables={"pairwise": table}, copied={"pairwise_preference": str(png)})
 
