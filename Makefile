@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup engine assets corpus-assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
+.PHONY: setup engine assets corpus-assets wordnet-assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -76,7 +76,7 @@ $(ENGINE_STAMP): requirements/engine.txt | $(STAMP)
 ASSETS ?= .assets
 GCOMPRIS_DEB := $(ASSETS)/gcompris-qt-data_3.1-2_all.deb
 AUDIOEVAL_WHEEL := $(ASSETS)/pytest_audioeval-0.1.3-py3-none-any.whl
-assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL) corpus-assets
+assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL) corpus-assets wordnet-assets
 
 $(GCOMPRIS_DEB):
 	@mkdir -p $(ASSETS)
@@ -95,6 +95,11 @@ $(AUDIOEVAL_WHEEL): | $(STAMP)
 # 2 min 10 s, 4.2 GB of disk.
 corpus-assets: | $(STAMP)
 	$(VENV)/bin/clapcap assets corpus-packages --dest $(ASSETS)/corpus
+
+# WordNet 3.0 (Debian's wordnet-base, pinned by version and SHA-256; 6.5 MB download, the noun,
+# verb and adjective files unpacked) for the lexical paraphrase view (clapcap.paraphrase.wordnet).
+wordnet-assets: | $(STAMP)
+	$(VENV)/bin/clapcap assets wordnet --dest $(ASSETS)/wordnet
 
 # JOBS stages at once (clapcap.repro: `dvc repro --single-item` per stage, in dependency order;
 # JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.

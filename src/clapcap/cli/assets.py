@@ -1,4 +1,5 @@
-"""``clapcap assets``: offline Java tools for aac-metrics and the full online download."""
+"""``clapcap assets``: offline Java tools for aac-metrics, the full online download, and the
+pinned Debian packages (the real corpus's, WordNet)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ def _corpus_packages(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wordnet(args: argparse.Namespace) -> int:
+    from clapcap.data.corpus.packages import fetch_packages
+    from clapcap.paraphrase.wordnet import WORDNET_PIN
+
+    record = fetch_packages(args.dest, pins=(WORDNET_PIN,))[WORDNET_PIN.name]
+    print(f"{WORDNET_PIN.name} {record['version']}: {record['files']} files, {record['unpacked_bytes'] / 1e6:.1f} MB")
+    return 0
+
+
 def register(subparsers: Any, name: str, help_text: str) -> None:
     """Add the ``assets`` group with ``setup-offline``, ``download`` and ``corpus-packages``."""
     group = add_group(subparsers, name, help_text)
@@ -63,3 +73,7 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     parser.add_argument("--only", nargs="+", default=None, metavar="PACKAGE",
                         help="only these pinned packages (default: all)")
     parser.add_argument("--keep-debs", action="store_true", help="keep the .deb files under DEST/debs")
+    parser = add_command(group, "wordnet", _wordnet,
+                         "apt-get download Debian's wordnet-base (pinned), check its SHA-256 and unpack "
+                         "WordNet 3.0's noun and verb database (the lexical paraphrase view)")
+    parser.add_argument("--dest", default=".assets/wordnet", help="where wordnet-base/ goes (default .assets/wordnet)")

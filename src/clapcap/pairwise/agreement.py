@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
+from clapcap.pairwise.intervals import wilson_interval
+from clapcap.pairwise.orders import combine_orders
 from clapcap.pairwise.ratings import CHOICES, read_ratings
 from clapcap.utils.io import write_json
 
@@ -88,22 +89,6 @@ def cohen_kappa(y1: Sequence[str], y2: Sequence[str]) -> float | None:
     if math.isclose(p_e, 1.0):
         return None
     return float((p_o - p_e) / (1.0 - p_e))
-
-
-def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a proportion ``successes / n``.
-
-    Returns:
-        ``(low, high)``; ``(0.0, 1.0)`` when ``n`` is 0.
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    z = float(norm.ppf(0.5 + confidence / 2.0))
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _system_outcomes(df: pd.DataFrame) -> pd.DataFrame:
@@ -242,9 +227,6 @@ def run_agreement(ratings: str | Path, out: str | Path, *, human_pool: str = "hu
         FileNotFoundError: when the ratings file is missing.
         RatingsError: when it is malformed.
     """
-    # Imported here: clapcap.pairwise.orders imports this module's wilson_interval.
-    from clapcap.pairwise.orders import combine_orders
-
     df, incomplete = combine_orders(read_ratings(ratings))
     report = {"ratings": str(ratings), "incomplete_judgements": incomplete,
               **compute_agreement(df, human_pool=human_pool, confidence=confidence)}

@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from clapcap.pairwise.agreement import wilson_interval
+from clapcap.pairwise.intervals import wilson_interval
 from clapcap.pairwise.orders import judge_key, split_rater
 from clapcap.pairwise.pairs import PAIR_COLUMNS
 from clapcap.pairwise.ratings import make_pair_id

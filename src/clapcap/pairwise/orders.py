@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from clapcap.pairwise.agreement import wilson_interval
+from clapcap.pairwise.intervals import wilson_interval
 
 ORDERS = ("AB", "BA")
 ORDER_SEPARATOR = "#"

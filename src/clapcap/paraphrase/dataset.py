@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +31,9 @@ from clapcap.llm.engine import served
 from clapcap.paraphrase.checks import corpus_events, mechanical_check, view_status
 from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.paraphrase.heldout import heldout_views
+from clapcap.paraphrase.heldout import words as heldout_words
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
+from clapcap.paraphrase.wordnet import WordNet, lexical_view
 from clapcap.utils.io import read_json, write_json
 from clapcap.utils.urls import redact_url
 
@@ -43,7 +46,7 @@ VIEW_COLUMNS = {"view1": "paraphrases_v1", "view2": "paraphrases_v2"}
 class ParaphraseParams:
     """``params.yaml`` section ``robust_paraphrase``."""
 
-    backend: Literal["corpus", "llm"] = "corpus"
+    backend: Literal["corpus", "llm", "wordnet"] = "corpus"
     dataset_dir: str = "data/corpus"
     out_dir: str = "data/robust/paraphrased"
     splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
@@ -55,13 +58,21 @@ class ParaphraseParams:
     llm: LLMParams = field(default_factory=LLMParams)
     # Splits that get the held-out-vocabulary view (clapcap.paraphrase.heldout; corpus backend).
     heldout_splits: list[str] = field(default_factory=list)
+    # The wordnet backend (clapcap.paraphrase.wordnet): view 2 only, WordNet synonyms and
+    # hypernyms for at most this many words per caption (view 1 is null: no rule writes one).
+    wordnet_dir: str = ".assets/wordnet/wordnet-base/usr/share/wordnet"
+    wordnet_max_changes: int = 2
     track: bool = True
     experiment: str = "clapcap-robust"
 
     def __post_init__(self) -> None:
-        if self.heldout_splits and self.backend != "corpus":
+        if self.heldout_splits and self.backend == "llm":
             raise ConfigError("robust_paraphrase.heldout_splits: the held-out-vocabulary view rewrites the "
-                              "corpus's view-2 lexicon, so it needs backend: corpus (set heldout_splits: [])")
+                              "corpus's view-2 lexicon or WordNet's, so it needs backend: corpus or wordnet "
+                              "(set heldout_splits: [])")
+        if self.wordnet_max_changes < 1:
+            raise ConfigError(f"robust_paraphrase.wordnet_max_changes: expected >= 1, found {self.wordnet_max_changes}",
+                              key="wordnet_max_changes")
         stray = sorted(set(self.heldout_splits) - set(self.splits))
         if stray:
             raise ConfigError(f"robust_paraphrase.heldout_splits: {stray} not in splits {self.splits}")
@@ -174,6 +185,48 @@ def _add_heldout(df: pd.DataFrame, full: pd.DataFrame, splits: list[str]) -> dic
     return {"splits": list(splits), **stats}
 
 
+def _wordnet_views(df: pd.DataFrame, wn: WordNet, max_changes: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """View 2 from WordNet for every caption (None where no word can change); view 1 null."""
+    out = df.copy()
+    views = [[lexical_view(c, wn, max_changes=max_changes) for c in caps] for caps in df["captions"]]
+    out["paraphrases_v1"] = [[None] * len(caps) for caps in df["captions"]]
+    out["paraphrases_v2"] = [[v for v, _ in row] for row in views]
+    changed = [w for row in views for _, ch in row for w in ch]
+    n_caps = sum(len(row) for row in views)
+    n_views = sum(v is not None for row in views for v, _ in row)
+    logger.info("wordnet view 2: %d of %d captions changed, %d words", n_views, n_caps, len(changed))
+    return out, {"wordnet": {"n_captions": n_caps, "n_views": n_views, "n_changed_words": len(changed),
+                             "examples": sorted(set(changed))[:40]}}
+
+
+def _wordnet_heldout(df: pd.DataFrame, wn: WordNet, params: ParaphraseParams) -> dict[str, Any]:
+    """The held-out view of ``heldout_splits``' captions: WordNet replacements that are no word
+    of any training caption or training view in ``df`` (None where no word can change)."""
+    train = df[df["split"] == "train"]
+    if train.empty:
+        raise ValueError("held-out view: no training clip in robust_paraphrase.splits; the held-out words are "
+                         "chosen against the training captions and views, so add train to splits")
+    seen = frozenset(w for col in ("captions", *VIEW_COLUMNS.values()) for caps in train[col]
+                     for t in (caps or []) if t for w in heldout_words(t))
+    # The view replaces letter runs, so the parts of a hyphenated training word ("mid-range")
+    # are avoided too: "range" -> "chain" must not make a "mid-chain" that training has.
+    avoid = seen | {p for w in seen for p in re.split(r"[-']", w) if p}
+    chosen = df["split"].isin(params.heldout_splits).to_numpy()
+    views = [[lexical_view(c, wn, max_changes=params.wordnet_max_changes, avoid=avoid)[0] for c in caps] if keep
+             else None for caps, keep in zip(df["captions"], chosen, strict=True)]
+    df[HELDOUT_COLUMN] = views
+    new = {w for row in views if row for v in row if v for w in heldout_words(v)} - {
+        w for caps, keep in zip(df["captions"], chosen, strict=True) if keep for c in caps for w in heldout_words(c)}
+    leaked = sorted(new & seen)
+    if leaked:  # lexical_view avoids them; a failure here is a bug, not data
+        raise AssertionError(f"held-out view: substitute word(s) {leaked[:10]} occur in the training texts")
+    n = sum(v is not None for row in views if row for v in row)
+    logger.info("held-out view (wordnet): %d captions, %d substitute words, none in %d training words",
+                n, len(new), len(seen))
+    return {"splits": list(params.heldout_splits), "n_captions": n, "n_substitute_words": len(new),
+            "n_training_words": len(seen)}
+
+
 def select_subset(manifest: pd.DataFrame, params: ParaphraseParams) -> pd.DataFrame:
     """The rows of ``params.splits`` that ``max_clips`` keeps, each with the captions that
     ``captions_per_clip`` keeps (manifest order throughout)."""
@@ -218,9 +271,14 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
         synthetic = read_json(Path(params.dataset_dir) / "dataset.json").get("source") == "synthetic"
         df, stats = _llm_views(df, params.llm, progress, corpus_events() if synthetic else None)
         records = stats.pop("records")
+    wn = WordNet(params.wordnet_dir) if params.backend == "wordnet" else None
+    if wn is not None:
+        df, stats = _wordnet_views(df, wn, params.wordnet_max_changes)
     out_dir = Path(params.out_dir)
     counts = check_views(df, f"{params.dataset_dir}/manifest.csv")
-    if params.heldout_splits:
+    if params.heldout_splits and wn is not None:
+        stats["heldout"] = _wordnet_heldout(df, wn, params)
+    elif params.heldout_splits:
         stats["heldout"] = _add_heldout(df, ds.manifest, params.heldout_splits)
     write_manifest(df, out_dir / "manifest.csv")
     # The audio root relative to out_dir: no absolute path in a DVC output (bytes depend on
@@ -251,7 +309,7 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
 
 def corpus_views_missing(params: ParaphraseParams) -> str | None:
     """Why the corpus backend cannot run on ``params.dataset_dir``, or None when it can: only
-    the synthetic corpus writes views; a real dataset needs the llm backend."""
+    the synthetic corpus writes views; a real dataset needs the llm or the wordnet backend."""
     if params.backend != "corpus":
         return None
     info = read_json(Path(params.dataset_dir) / "dataset.json")
@@ -259,4 +317,5 @@ def corpus_views_missing(params: ParaphraseParams) -> str | None:
     if info.get("source") == "synthetic" or set(VIEW_COLUMNS.values()) <= columns:
         return None
     return (f"{params.dataset_dir} is a {info.get('source')!r} dataset without paraphrase views (only the synthetic "
-            "corpus has them); set robust_paraphrase.backend: llm to make them with an LLM")
+            "corpus has them); set robust_paraphrase.backend: llm to make them with an LLM, or wordnet for "
+            "a lexical view 2 from WordNet")
