@@ -135,6 +135,7 @@ SECTION_CLASSES = {
     "robust_paraphrase": "clapcap.paraphrase.dataset:ParaphraseParams",
     "robust_paraphrase_llm": "clapcap.paraphrase.dataset:ParaphraseParams",
     "real_paraphrase": "clapcap.paraphrase.dataset:ParaphraseParams",
+    "real_robust": "clapcap.experiments.real_robust:RealRobustParams",
     "robust_seeds": "clapcap.robust.config:RobustSeedParams",
     "robust_text_store": "clapcap.robust.config:RobustTextStoreParams",
     "robust_train": "clapcap.robust.config:RobustTrainParams",
