@@ -11,7 +11,9 @@ in float32 on the CPU in seconds, so no accelerator settings apply.
 
 from __future__ import annotations
 
+import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,18 +70,37 @@ def val_r10(heads: ProjectionHeads, split: PairedFeatures) -> float:
     return float(retrieval_metrics(similarity(heads, split), split.caption_clip_index, ks=(10,))["t2a"]["r@10"])
 
 
+BatchLoss = Callable[[ProjectionHeads, torch.Tensor, torch.Tensor, np.ndarray, float], torch.Tensor]
+
+
+def clip_batch_loss(heads: ProjectionHeads, a: torch.Tensor, t: torch.Tensor, _caps: np.ndarray,
+                    _epoch: float) -> torch.Tensor:
+    """CLIP's symmetric InfoNCE of a batch's audio and caption embeddings (the default loss)."""
+    logits = heads.logit_scale.exp().clamp(max=100) * t @ a.T
+    target = torch.arange(len(t))
+    return (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+
+
 def train_heads(cfg: TowerClapConfig, params: HeadTrainParams, train: PairedFeatures, val: PairedFeatures, *,
-                seed: int) -> tuple[ProjectionHeads, list[dict[str, float]]]:
-    """Train heads from a seeded initialisation; returns the best epoch's heads and the history
-    (``epoch``, ``train_loss`` mean over the epoch's batches, ``val_t2a_r@10``)."""
+                seed: int, start: ProjectionHeads | None = None,
+                batch_loss: BatchLoss = clip_batch_loss) -> tuple[ProjectionHeads, list[dict[str, float]]]:
+    """Train heads from a seeded initialisation, or fine-tune a copy of ``start``; returns the
+    best epoch's heads and the history (``epoch``, ``train_loss`` mean over the epoch's batches,
+    ``val_t2a_r@10``). With ``start``, epoch 0 is ``start`` itself (``train_loss`` None) and can
+    be the one kept. ``batch_loss(heads, audio, text, caption rows, fractional epoch)`` gives a
+    batch's loss from its embeddings (default: :func:`clip_batch_loss`)."""
     torch.manual_seed(seed)
-    heads = ProjectionHeads(cfg)
+    heads = copy.deepcopy(start) if start is not None else ProjectionHeads(cfg)
     opt = torch.optim.AdamW(heads.parameters(), lr=params.lr, weight_decay=params.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / max(1, params.warmup_steps)))
     audio, text = torch.from_numpy(train.audio), torch.from_numpy(train.text)
     owner = np.asarray(train.caption_clip_index)
     rng = np.random.default_rng(seed)
     best, best_state, history = -1.0, None, []
+    if start is not None:
+        heads.eval()
+        best, best_state = val_r10(heads, val), {k: v.clone() for k, v in heads.state_dict().items()}
+        history.append({"epoch": 0, "train_loss": None, "val_t2a_r@10": round(best, 6)})
     for epoch in range(1, params.epochs + 1):
         heads.train()
         losses = []
@@ -92,9 +113,7 @@ def train_heads(cfg: TowerClapConfig, params: HeadTrainParams, train: PairedFeat
                 continue
             a = heads.embed_audio(audio[torch.from_numpy(owner[caps])])
             t = heads.embed_text(text[torch.from_numpy(caps)])
-            logits = heads.logit_scale.exp().clamp(max=100) * t @ a.T
-            target = torch.arange(len(caps))
-            loss = (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+            loss = batch_loss(heads, a, t, caps, epoch - 1 + i / len(order))
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -43,7 +43,7 @@ from clapcap.clap.towers import (
     load_tower_clap,
     minilm_features,
 )
-from clapcap.clap.towers_train import HeadTrainParams, PairedFeatures, val_r10
+from clapcap.clap.towers_train import HeadTrainParams, PairedFeatures, train_heads
 from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
 from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
@@ -141,54 +141,26 @@ def viewed_split(f: dict[str, np.ndarray], views: dict[str, np.ndarray], split: 
 
 def finetune(heads: ProjectionHeads, train: ViewedSplit, val: PairedFeatures, params: RealRobustParams, *,
              seed: int, with_views: bool) -> tuple[ProjectionHeads, list[dict[str, float]]]:
-    """Fine-tune a copy of ``heads`` (module docstring); the best val epoch's weights."""
-    import copy
-
-    torch.manual_seed(seed)
-    heads = copy.deepcopy(heads)
-    p = params.finetune
-    opt = torch.optim.AdamW(heads.parameters(), lr=p.lr, weight_decay=p.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / max(1, p.warmup_steps)))
-    audio, text = torch.from_numpy(train.pairs.audio), torch.from_numpy(train.pairs.text)
+    """Fine-tune a copy of ``heads`` (module docstring): CLIP's loss on the captions, or with
+    ``with_views`` the multi-view loss on the captions and their view 2; the best val epoch's
+    weights (epoch 0, ``heads`` itself, included)."""
     view2 = torch.from_numpy(np.nan_to_num(train.views["view2"]))
     has_view2 = torch.from_numpy(np.isfinite(train.views["view2"][:, 0]))
-    owner = np.asarray(train.pairs.caption_clip_index)
-    rng = np.random.default_rng(seed)
-    heads.eval()
-    best, best_state = val_r10(heads, val), {k: v.clone() for k, v in heads.state_dict().items()}
-    history = [{"epoch": 0, "train_loss": None, "val_t2a_r@10": round(best, 6)}]  # epoch 0: the base heads
-    for epoch in range(1, p.epochs + 1):
-        heads.train()
-        losses = []
-        order = rng.permutation(len(owner))
-        for i in range(0, len(order), p.batch_size):
-            caps = order[i:i + p.batch_size]
-            _, first = np.unique(owner[caps], return_index=True)  # one caption per clip per batch
-            caps = caps[np.sort(first)]
-            if len(caps) < 2:
-                continue
-            idx = torch.from_numpy(caps)
-            a = heads.embed_audio(audio[torch.from_numpy(owner[caps])])
-            t = heads.embed_text(text[idx])
-            scale = heads.logit_scale
-            if with_views:
-                views = {"view2": (heads.embed_text(view2[idx]), has_view2[idx])}
-                loss, _ = multiview_loss(a, t, views, scale, scale, params.loss,
-                                         schedule_factors(epoch - 1 + i / len(order), params.loss))
-            else:
-                loss = clip_loss(a, t, scale, scale)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(float(loss.detach()))
-        heads.eval()
-        r10 = val_r10(heads, val)
-        history.append({"epoch": epoch, "train_loss": round(float(np.mean(losses)), 6), "val_t2a_r@10": round(r10, 6)})
-        if r10 > best:
-            best, best_state = r10, {k: v.clone() for k, v in heads.state_dict().items()}
-    heads.load_state_dict(best_state)
-    return heads.eval(), history
+
+    def multiview(h: ProjectionHeads, a: torch.Tensor, t: torch.Tensor, caps: np.ndarray,
+                  epoch: float) -> torch.Tensor:
+        idx = torch.from_numpy(caps)
+        views = {"view2": (h.embed_text(view2[idx]), has_view2[idx])}
+        loss, _ = multiview_loss(a, t, views, h.logit_scale, h.logit_scale, params.loss,
+                                 schedule_factors(epoch, params.loss))
+        return loss
+
+    def captions_only(h: ProjectionHeads, a: torch.Tensor, t: torch.Tensor, _caps: np.ndarray,
+                      _epoch: float) -> torch.Tensor:
+        return clip_loss(a, t, h.logit_scale, h.logit_scale)
+
+    return train_heads(heads.config, params.finetune, train.pairs, val, seed=seed, start=heads,
+                       batch_loss=multiview if with_views else captions_only)
 
 
 def _per_query(heads: ProjectionHeads, audio: np.ndarray, text: np.ndarray, owner: np.ndarray) -> dict[str, np.ndarray]:
