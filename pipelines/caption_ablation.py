@@ -6,6 +6,7 @@
   --kind encoder --name default             stage-1 run on one encoder's dump
   --kind music --name aisfx --seed 0        stage-1 run on the music subset (captioning.music)
   --kind decoding --lm gpt2 --name beam5    eval-only decoding config on the baseline checkpoint
+  --section real_captioning_study ...       the same on the real corpus (stages real_caption_*)
 """
 
 import argparse
@@ -24,10 +25,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lm", nargs="+", default=None, help="one LM, or several (every LM by default)")
     parser.add_argument("--name", default=None)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--section", default="captioning", choices=["captioning", "real_captioning_study"],
+                        help="the params.yaml section of the study (real_captioning_study: on the real corpus)")
 
 
 def main(args: argparse.Namespace) -> int:
-    params = load_section(CaptioningParams, "captioning")
+    params = load_section(CaptioningParams, args.section)
     run_ablation(params, args.kind, lm=args.lm, name=args.name, seed=args.seed, tracker=study_tracker(params),
                  compute=load_compute())
     return 0

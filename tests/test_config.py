@@ -136,6 +136,8 @@ SECTION_CLASSES = {
     "robust_paraphrase_llm": "clapcap.paraphrase.dataset:ParaphraseParams",
     "real_paraphrase": "clapcap.paraphrase.dataset:ParaphraseParams",
     "real_robust": "clapcap.experiments.real_robust:RealRobustParams",
+    "real_captioning_study": "clapcap.captioning.config:CaptioningParams",
+    "real_caption_refs": "clapcap.experiments.real_captioning:RealCaptionRefsParams",
     "robust_seeds": "clapcap.robust.config:RobustSeedParams",
     "robust_text_store": "clapcap.robust.config:RobustTextStoreParams",
     "robust_train": "clapcap.robust.config:RobustTrainParams",
