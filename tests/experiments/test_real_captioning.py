@@ -86,6 +86,9 @@ def test_references_are_scored_and_the_overlap_is_checked(corpus):
     train_captions = {c for i in range(12) for c in (["a dog barks", "music plays", "someone speaks"][i % 3],
                                                       f"{['a dog barks', 'music plays', 'someone speaks'][i % 3]} {i}")}
     assert set(retrieval) == {f"c{i}" for i in range(16, 22)} and set(retrieval.values()) <= train_captions
+    small = json.loads((corpus / "out" / "summary.json").read_text())  # the DVC metrics file: numbers only
+    assert small["overlapping_clips"] == 6 and set(small) == {"overlapping_clips", "retrieval", "labels", "mine"}
+    assert all(isinstance(v, float) for k, block in small.items() if k != "overlapping_clips" for v in block.values())
     mine = scores["systems"]["mine"]["corpus"]
     assert mine["bleu_1"] > 0 and "| mine |" in (corpus / "out" / "report.md").read_text()
     with pytest.raises(Exception, match="not found"):

@@ -112,3 +112,6 @@ def test_robust_heads_learn_the_views_words_and_the_control_does_not(study):
     assert [h["epoch"] for h in history if h["seed"] == 0 and h["system"] == "robust"] == [0, 1, 2, 3]
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| robust |" in report and "view2 drop" in report
+    small = json.loads((tmp_path / "out" / "summary.json").read_text())  # the DVC metrics file: numbers only
+    assert small["robust"]["heldout/t2a_r@10"] == robust["heldout/t2a_r@10"]
+    assert all(isinstance(v, float) for block in small.values() for v in block.values())

@@ -117,9 +117,9 @@ def _overlap_flags(manifest: Any) -> dict[str, bool]:
 
 
 def run_real_caption_refs(params: RealCaptionRefsParams) -> dict[str, Any]:
-    """Reference captioners, every system's scores and the overlap check (the dump written
-    first); writes ``predictions_<name>.json``, ``scores.json`` and ``report.md`` to
-    ``out_dir``. Returns the scores."""
+    """Reference captioners, every system's scores and the overlap check; writes
+    ``predictions_<name>.json``, ``scores.json``, ``summary.json`` (DVC metrics: numbers only)
+    and ``report.md`` to ``out_dir``. Returns the scores."""
     f = load_features(params.features)
     manifest = load_dataset(params.dataset_dir).manifest
     test = manifest[manifest["split"] == "test"]
@@ -148,8 +148,18 @@ def run_real_caption_refs(params: RealCaptionRefsParams) -> dict[str, Any]:
                              "other_mean": float(np.mean([pc[c] for c in pc if flags.get(c) is False] or [0.0]))}
                              for n, pc in per_clip.items()}}
     write_json(out / "scores.json", scores)
+    write_json(out / "summary.json", summary(scores))
     (out / "report.md").write_text(report_markdown(scores, params.metrics))
     return scores
+
+
+def summary(scores: dict[str, Any]) -> dict[str, Any]:
+    """The DVC metrics file: per system its corpus scores and its CIDEr-D on the overlapping
+    test clips and on the others; numbers only (``scores.json`` holds the rest)."""
+    return {"overlapping_clips": scores["overlap"]["clips_with_a_training_caption"],
+            **{name: {**s["corpus"], "cider_d_overlapping": scores["overlap"]["systems"][name]["overlapping_mean"],
+                      "cider_d_others": scores["overlap"]["systems"][name]["other_mean"]}
+               for name, s in scores["systems"].items()}}
 
 
 def report_markdown(scores: dict[str, Any], metrics: list[str]) -> str:

@@ -193,7 +193,8 @@ def measure(heads: ProjectionHeads, test: ViewedSplit) -> dict[str, dict[str, np
 def run_real_robust(params: RealRobustParams, *,
                     embed: Callable[[list[str]], np.ndarray] | None = None) -> dict[str, Any]:
     """Fine-tune per seed and measure (module docstring); writes ``metrics.json``,
-    ``history.json``, ``conclusions.json``, ``findings.md`` and ``report.md`` to ``out_dir``.
+    ``summary.json`` (DVC metrics: the means only), ``history.json``, ``conclusions.json``,
+    ``findings.md`` and ``report.md`` to ``out_dir``.
     ``embed``: the text tower for the views (:func:`view_features`)."""
     f = load_features(params.features)
     views = view_features(f, params.paraphrase_dir, embed=embed)
@@ -217,6 +218,7 @@ def run_real_robust(params: RealRobustParams, *,
     out = Path(params.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "metrics.json", metrics)
+    write_json(out / "summary.json", summary(metrics))
     write_json(out / "history.json", history)
     findings = _findings(per_seed, params)
     publish_findings(findings, out / "conclusions.json", out / "findings.md")
@@ -240,6 +242,13 @@ def _summarise(per_seed: dict[str, list[dict]], params: RealRobustParams, test: 
                 block[f"{name}/drop_r@10"] = round(block[f"{name}_original/t2a_r@10"] - block[f"{name}/t2a_r@10"], 6)
         out["systems"][system] = block
     return out
+
+
+def summary(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The DVC metrics file: each system's means over seeds, numbers only (``metrics.json``
+    keeps the per-seed values and the query counts)."""
+    return {system: {k: v for k, v in block.items() if not k.endswith("_per_seed")}
+            for system, block in metrics["systems"].items()}
 
 
 def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams) -> list[dict]:
