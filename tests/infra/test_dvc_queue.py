@@ -52,7 +52,14 @@ def test_dvc_queue_runs_two_variants_into_the_project_mlflow_store(tmp_path):
         run([*DVC, "exp", "run", "--queue", "-S", f"retrieval.confidence={conf}", "-n", f"conf{conf[2:]}"],
              root, env)
     start = time.monotonic()
-    run([*DVC, "queue", "start", "--jobs", "2"], root, env)
+    # The queue's workers are detached daemons that inherit the command's stdout and stderr: a
+    # captured pipe stays open until they exit, so waiting on it hung past its timeout twice
+    # (the command itself had returned). Its output goes to a file instead.
+    log = tmp_path / "queue_start.log"
+    with log.open("w") as out:
+        started = subprocess.run([*DVC, "queue", "start", "--jobs", "2"], cwd=root, env=env, stdout=out,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+    assert started.returncode == 0, log.read_text()[-3000:]
     try:
         while True:
             status = run([*DVC, "queue", "status"], root, env)
