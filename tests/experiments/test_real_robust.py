@@ -48,9 +48,13 @@ def study(tmp_path):
     mix = rng.standard_normal((DIM, 16)).astype(np.float32)
     audio = (embed([f"a {s}" for s in sound]) @ mix + 0.05 * rng.standard_normal((len(split), 16))).astype(np.float32)
     clips = [f"c{i}" for i in range(len(split))]
+    labels = np.array(SOUNDS)
+    label_matrix = np.array([[s == lab for lab in SOUNDS] for s in sound])
+    label_matrix[:4] = False  # four unlabelled clips
     write_npz_deterministic(tmp_path / "features.npz", {
         "clip_id": np.array(clips), "split": np.array(split), "audio": audio, "captions": np.array(captions),
-        "caption_clip_index": np.arange(len(split)), "text": text})
+        "caption_clip_index": np.arange(len(split)), "text": text, "labels": labels, "label_matrix": label_matrix,
+        "label_text": embed([f"the sound of a {lab}" for lab in SOUNDS])})
     view2 = [c.replace(s, SYNONYM[s]) if sp != "val" else None for c, s, sp in zip(captions, sound, split, strict=True)]
     held = [c.replace(s, HELDOUT[s]) if sp == "test" else None for c, s, sp in zip(captions, sound, split, strict=True)]
     manifest = pd.DataFrame({
@@ -105,7 +109,10 @@ def test_robust_heads_learn_the_views_words_and_the_control_does_not(study):
     got = {f["id"]: f["verdict"] for f in findings["findings"]} if isinstance(findings, dict) else {
         f["id"]: f["verdict"] for f in findings}
     assert set(got) == {"real_robust.heldout_r10_vs_control", "real_robust.view2_r10_vs_control",
-                        "real_robust.original_r10_not_less"}
+                        "real_robust.original_r10_not_less", "real_robust.zero_shot_not_less"}
+    zs = metrics["zero_shot"]
+    assert zs["clips"] == 32 and zs["labels"] == 8 and zs["chance"] == pytest.approx(1 / 8)
+    assert zs["base"] > zs["chance"] and len(zs["robust_per_seed"]) == 2
     assert got["real_robust.view2_r10_vs_control"] == "holds"
     history = json.loads((tmp_path / "out" / "history.json").read_text())
     assert {(h["seed"], h["system"]) for h in history} == {(s, n) for s in (0, 1) for n in ("control", "robust")}
@@ -115,3 +122,4 @@ def test_robust_heads_learn_the_views_words_and_the_control_does_not(study):
     small = json.loads((tmp_path / "out" / "summary.json").read_text())  # the DVC metrics file: numbers only
     assert small["robust"]["heldout/t2a_r@10"] == robust["heldout/t2a_r@10"]
     assert all(isinstance(v, float) for block in small.values() for v in block.values())
+    assert small["control"]["zero_shot_accuracy"] == zs["control"]

@@ -271,8 +271,10 @@ def evaluate(f: dict[str, np.ndarray], trained: list[ProjectionHeads], untrained
     return out, systems
 
 
-def _label_accuracy(f: dict[str, np.ndarray], heads: list[ProjectionHeads], rows: np.ndarray,
-                    used: np.ndarray) -> list[np.ndarray]:
+def label_accuracy(f: dict[str, np.ndarray], heads: list[ProjectionHeads], rows: np.ndarray,
+                   used: np.ndarray) -> list[np.ndarray]:
+    """Per heads, each clip of ``rows``'s zero-shot accuracy over the labels ``used``
+    (:func:`zero_shot_accuracy` of its label-prompt similarities)."""
     import torch
 
     out = []
@@ -293,8 +295,8 @@ def zero_shot(f: dict[str, np.ndarray], trained: list[ProjectionHeads], params: 
                 "yamnet_names": None}
     used = f["label_matrix"][rows].any(axis=0)
     positives, label_text = f["label_matrix"][rows][:, used], f["label_text"][used]
-    accs = _label_accuracy(f, trained, rows, used)
-    routed_acc = {"class_route": round(float(np.mean(_label_accuracy(routed[1], routed[0], rows, used))), 6)} \
+    accs = label_accuracy(f, trained, rows, used)
+    routed_acc = {"class_route": round(float(np.mean(label_accuracy(routed[1], routed[0], rows, used))), 6)} \
         if routed is not None else {}
     base = name_baseline_similarity(f, label_text, rows, params.baseline_top_classes).T  # (clips, labels)
     chance = float(np.mean(positives.sum(axis=1) / positives.shape[1]))

@@ -20,10 +20,12 @@ The epoch kept is the best on val t2a R@10 of the original captions (no view dec
 ``original`` (every test caption); ``view2``: the test captions that have a view 2, queried
 as written (``view2_original``) and as their view (``view2``); ``heldout``: the same for the
 held-out view, whose substitute words no training caption or view holds. A view's **drop** is
-the original minus the view on the same captions. **Findings** (two-level bootstrap over seeds
+the original minus the view on the same captions. **Zero-shot retention**: each labelled test
+clip's top label prompt (:func:`clapcap.experiments.real_clap.label_accuracy`, as ``real_clap``
+measures it). **Findings** (two-level bootstrap over seeds
 and captions, paired by seed): ``robust`` beats ``control`` on the held-out view (the
-headline) and on view 2, and ``robust`` loses no more than 0.01 t2a R@10 of ``control`` on the
-original captions.
+headline) and on view 2, ``robust`` loses no more than 0.01 t2a R@10 of ``control`` on the
+original captions, and no more than 0.02 of its zero-shot accuracy.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
 from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.experiments.real_clap import load_features
+from clapcap.experiments.real_clap import label_accuracy, load_features
 from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.retrieval.metrics import per_query_metrics
 from clapcap.robust.loss import MultiViewLossConfig, clip_loss, multiview_loss, schedule_factors
@@ -202,25 +204,37 @@ def run_real_robust(params: RealRobustParams, *,
     if not np.isfinite(train.views["view2"][:, 0]).any():
         raise InputError(f"{params.paraphrase_dir}: no training caption has a view 2; nothing to fine-tune on")
     per_seed: dict[str, list[dict]] = {"base": [], "control": [], "robust": []}
+    zero_shot: dict[str, list[np.ndarray]] = {s: [] for s in per_seed}
+    labelled = _labelled_test(f)
     history = []
     for seed in params.seeds:
         base, _ = load_tower_clap(Path(params.base_model_dir) / f"seed_{seed}")
         base.eval()
-        per_seed["base"].append(measure(base, test))
+        systems = {"base": base}
         for name, with_views in (("control", False), ("robust", True)):
-            heads, hist = finetune(base, train, val.pairs, params, seed=seed, with_views=with_views)
+            systems[name], hist = finetune(base, train, val.pairs, params, seed=seed, with_views=with_views)
             history += [{"seed": seed, "system": name, **h} for h in hist]
+        for name, heads in systems.items():
             per_seed[name].append(measure(heads, test))
+            if labelled is not None:
+                zero_shot[name].append(label_accuracy(f, [heads], *labelled)[0])
         logger.info("real RobustCLAP seed %d: held-out t2a R@10 base %.4f control %.4f robust %.4f", seed,
                     *(per_seed[s][-1].get("heldout", {"r@10": np.zeros(1)})["r@10"].mean()
                       for s in ("base", "control", "robust")))
     metrics = _summarise(per_seed, params, test)
+    if labelled is not None:
+        rows, used = labelled
+        positives = f["label_matrix"][rows][:, used]
+        metrics["zero_shot"] = {"clips": len(rows), "labels": int(used.sum()),
+                                "chance": round(float(np.mean(positives.sum(axis=1) / positives.shape[1])), 6),
+                                **{s: round(float(np.mean(v)), 6) for s, v in zero_shot.items()},
+                                **{f"{s}_per_seed": [round(float(a.mean()), 6) for a in v] for s, v in zero_shot.items()}}
     out = Path(params.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "metrics.json", metrics)
     write_json(out / "summary.json", summary(metrics))
     write_json(out / "history.json", history)
-    findings = _findings(per_seed, params)
+    findings = _findings(per_seed, params, zero_shot if labelled is not None else None)
     publish_findings(findings, out / "conclusions.json", out / "findings.md")
     (out / "report.md").write_text(report_markdown(metrics, findings))
     return metrics
@@ -247,11 +261,22 @@ def _summarise(per_seed: dict[str, list[dict]], params: RealRobustParams, test: 
 def summary(metrics: dict[str, Any]) -> dict[str, Any]:
     """The DVC metrics file: each system's means over seeds, numbers only (``metrics.json``
     keeps the per-seed values and the query counts)."""
-    return {system: {k: v for k, v in block.items() if not k.endswith("_per_seed")}
+    zs = metrics.get("zero_shot") or {}
+    return {system: {**{k: v for k, v in block.items() if not k.endswith("_per_seed")},
+                     **({"zero_shot_accuracy": zs[system]} if system in zs else {})}
             for system, block in metrics["systems"].items()}
 
 
-def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams) -> list[dict]:
+def _labelled_test(f: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, labels used) of the labelled test clips, or None when the features hold none."""
+    if "label_matrix" not in f:
+        return None
+    rows = np.flatnonzero((f["split"] == "test") & f["label_matrix"].any(axis=1))
+    return (rows, f["label_matrix"][rows].any(axis=0)) if len(rows) else None
+
+
+def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams,
+              zero_shot: dict[str, list[np.ndarray]] | None = None) -> list[dict]:
     if len(params.seeds) < 2:
         logger.warning("real_robust: one seed says nothing about another run: no findings")
         return []
@@ -269,9 +294,19 @@ def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams) -> list
                                           b="control", claim="not_less", margin=0.01,
                                           statement="On the original real captions, RobustCLAP's heads lose at most "
                                                     "0.01 t2a R@10 to the control fine-tune")))
-    return [evaluate_finding(spec, scores("robust", q), scores("control", q), paired_seeds=True,
-                             n_resamples=params.n_resamples, confidence=params.confidence,
-                             rng_seed=params.bootstrap_seed) for q, spec in specs]
+    out = [evaluate_finding(spec, scores("robust", q), scores("control", q), paired_seeds=True,
+                            n_resamples=params.n_resamples, confidence=params.confidence,
+                            rng_seed=params.bootstrap_seed) for q, spec in specs]
+    if zero_shot is not None:
+        spec = FindingSpec(id="real_robust.zero_shot_not_less", metric="zero-shot accuracy", a="robust",
+                           b="control", claim="not_less", margin=0.02,
+                           statement="On the labelled real test clips, RobustCLAP's heads lose at most 0.02 "
+                                     "zero-shot label accuracy to the control fine-tune")
+        out.append(evaluate_finding(spec, SeedScores(np.stack(zero_shot["robust"]), tuple(params.seeds)),
+                                    SeedScores(np.stack(zero_shot["control"]), tuple(params.seeds)),
+                                    paired_seeds=True, n_resamples=params.n_resamples,
+                                    confidence=params.confidence, rng_seed=params.bootstrap_seed))
+    return out
 
 
 def report_markdown(metrics: dict[str, Any], findings: list[dict]) -> str:
@@ -286,6 +321,10 @@ def report_markdown(metrics: dict[str, Any], findings: list[dict]) -> str:
         drops = [f"{block[k]:.4f}" if k in block else "–" for k in ("view2/drop_r@10", "heldout/drop_r@10")]
         lines.append(f"| {system} | " + " | ".join(f"{block[f'{s}/t2a_r@10']:.4f}" for s in sets)
                      + " | " + " | ".join(drops) + " |")
+    zs = metrics.get("zero_shot")
+    if zs:
+        lines += ["", f"Zero-shot label accuracy on {zs['clips']} labelled test clips ({zs['labels']} labels, chance "
+                  f"{zs['chance']:.3f}): " + ", ".join(f"{s} {zs[s]:.4f}" for s in metrics["systems"]) + "."]
     lines += ["", "| finding | effect [95% CI] | verdict |", "|---|---|---|"]
     lines += [f"| {f['statement']} | {f['effect']:+.4f} [{f['ci']['low']:+.4f}, {f['ci']['high']:+.4f}] | "
               f"{f['verdict']} |" for f in findings]
