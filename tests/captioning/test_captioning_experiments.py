@@ -325,3 +325,14 @@ def test_pipeline_findings_per_subset_are_scored_within_the_subset(study, tmp_pa
                 per_seed.append(scored["corpus"]["cider_d"])
             assert f["a"] == pytest.approx(np.mean(per_seed), abs=1e-12)
             assert f["n_items"] == len(sub) and f"{len(sub)} {source} test clips" in f["statement"]
+
+
+def test_encoder_rows_also_run_through_stage_2_when_asked(tiny_corpus, tmp_path):
+    params = make_params(tiny_corpus, tmp_path, encoder_stage2=True)
+    specs = {s.name: s.stages for s in exp.encoder_specs(params)}
+    assert specs == {"encoder_default_gpt2_s1_seed0": [1], "encoder_default_gpt2_s12_seed0": [1, 2],
+                     "encoder_frames_gpt2_s1_seed0": [1], "encoder_frames_gpt2_s12_seed0": [1, 2]}
+    assert {s.name for s in exp.encoder_specs(make_params(tiny_corpus, tmp_path))} == {
+        "encoder_default_gpt2_s1_seed0", "encoder_frames_gpt2_s1_seed0"}
+    records = exp.run_ablation(params, "encoder", name="frames")
+    assert [sorted(map(str, r["best_epoch"])) for r in records] == [["1"], ["1", "2"]]

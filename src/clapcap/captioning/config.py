@@ -337,6 +337,8 @@ class CaptioningParams:
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
     # Seeds of the all-clips encoder ablation; empty: it does not run (the reduced study).
     encoder_seeds: list[int] = field(default_factory=lambda: [0])
+    # Also run each encoder row through stages 1 and 2 (runs ``encoder_<name>_<lm>_s12_seed<k>``).
+    encoder_stage2: bool = False
     music: MusicEncoderStudy = field(default_factory=MusicEncoderStudy)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     metrics: list[str] | None = None
