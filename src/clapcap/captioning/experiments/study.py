@@ -89,22 +89,18 @@ def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
 
 
 def encoder_specs(params: CaptioningParams) -> list[RunSpec]:
-    """Stage-1-only runs of ``encoder_lm`` for the default dump and every extra encoder, one
-    per ``encoder_seeds`` seed (the encoder findings compare them over seeds); none without seeds.
-    With ``encoder_stage2``, each also runs through stages 1 and 2 (``..._s12_seed<k>``): does
-    stage 2 flatten the encoders' differences?"""
+    """Stage-1 runs of ``encoder_lm`` for the default dump and every extra encoder, per
+    ``encoder_seeds`` seed (none without seeds); with ``encoder_stage2``, also stages 1 and 2."""
     params.check_lm(params.encoder_lm)
     encoders = {"default": EncoderSpec(params.dump, params.embedding_key), **params.encoders}
-    stage_sets = [[1], [1, 2]] if params.encoder_stage2 else [[1]]
     return [RunSpec(encoder_run_name(name, params.encoder_lm, seed, stages), "encoder", params.encoder_lm, seed,
-                    stages=stages, dump=enc.dump, embedding_key=enc.embedding_key)
-            for name, enc in encoders.items() for seed in params.encoder_seeds for stages in stage_sets]
+                    stages=stages, dump=enc.dump, embedding_key=enc.embedding_key) for name, enc in encoders.items()
+            for seed in params.encoder_seeds for stages in ([[1], [1, 2]] if params.encoder_stage2 else [[1]])]
 
 
 def encoder_run_name(encoder: str, lm: str, seed: int, stages: list[int] | None = None) -> str:
-    """``encoder_<encoder>_<lm>_s1_seed<k>``; ``s12`` for a run through stages 1 and 2."""
-    tag = "s" + "".join(str(s) for s in (stages or [1]))
-    return f"encoder_{encoder}_{lm}_{tag}_seed{seed}"
+    """``encoder_<encoder>_<lm>_s1_seed<k>`` (``s12``: through stages 1 and 2)."""
+    return f"encoder_{encoder}_{lm}_s{''.join(str(s) for s in (stages or [1]))}_seed{seed}"
 
 
 def music_run_name(encoder: str, lm: str, seed: int) -> str:
