@@ -50,7 +50,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
 from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.experiments.real_clap import label_accuracy, load_features
+from clapcap.experiments.real_clap import label_accuracy, load_features, split_features
 from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.retrieval.metrics import per_query_metrics
 from clapcap.robust.loss import MultiViewLossConfig, clip_loss, multiview_loss, schedule_factors
@@ -131,13 +131,8 @@ def view_features(f: dict[str, np.ndarray], paraphrase_dir: str, *,
 
 
 def viewed_split(f: dict[str, np.ndarray], views: dict[str, np.ndarray], split: str) -> ViewedSplit:
-    rows = np.flatnonzero(f["split"] == split)
-    if len(rows) == 0:
-        raise InputError(f"real corpus features: split {split!r} has no clips")
-    new_index = -np.ones(len(f["split"]), dtype=np.int64)
-    new_index[rows] = np.arange(len(rows))
-    caps = np.flatnonzero(f["split"][f["caption_clip_index"]] == split)
-    pairs = PairedFeatures(f["audio"][rows], f["text"][caps], new_index[f["caption_clip_index"][caps]])
+    pairs, _ = split_features(f, split)
+    caps = np.flatnonzero(f["split"][f["caption_clip_index"]] == split)  # split_features' caption rows
     return ViewedSplit(pairs, {n: v[caps] for n, v in views.items()})
 
 

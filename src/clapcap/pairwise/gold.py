@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from clapcap.pairwise.intervals import wilson_interval
-from clapcap.pairwise.orders import judge_key, split_rater
+from clapcap.pairwise.orders import judge_key, with_models
 from clapcap.pairwise.pairs import PAIR_COLUMNS
 from clapcap.pairwise.ratings import make_pair_id
 
@@ -117,10 +117,8 @@ def gold_accuracy(votes: pd.DataFrame, gold: pd.DataFrame, confidence: float = 0
         "both_orders_correct", "by_kind": {kind: accuracy}}}``.
     """
     answers = gold.set_index("item_id")[["gold", "gold_kind"]]
-    on_gold = votes[votes["item_id"].isin(answers.index)].copy()
-    parts = [split_rater(r) for r in on_gold["rater"]]
-    on_gold["model"], on_gold["order"] = [p[0] for p in parts], [p[1] for p in parts]
-    on_gold = on_gold[on_gold["order"].notna()]
+    on_gold = with_models(votes[votes["item_id"].isin(answers.index)])
+    on_gold = on_gold[on_gold["order"].notna()].copy()
     on_gold["correct"] = on_gold["choice"].to_numpy() == answers.loc[on_gold["item_id"], "gold"].to_numpy()
     on_gold["kind"] = answers.loc[on_gold["item_id"], "gold_kind"].to_numpy()
     out: dict[str, Any] = {}

@@ -44,7 +44,8 @@ def split_rater(rater: str) -> tuple[str, str | None]:
     return (model, order) if sep and model and order in ORDERS else (rater, None)
 
 
-def _with_models(votes: pd.DataFrame) -> pd.DataFrame:
+def with_models(votes: pd.DataFrame) -> pd.DataFrame:
+    """``votes`` with the columns ``model`` and ``order`` (None for a rater without an order)."""
     parts = [split_rater(r) for r in votes["rater"]]
     out = votes.copy()
     out["model"] = [p[0] for p in parts]
@@ -63,7 +64,7 @@ def combine_orders(votes: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         row (rater = the model, ``shown_order`` = ``both``), and the number of (judge, item)
         with one order only, which are left out.
     """
-    tagged = _with_models(votes)
+    tagged = with_models(votes)
     plain = tagged[tagged["order"].isna()].drop(columns=["model", "order"])
     ordered = tagged[tagged["order"].notna()]
     rows, incomplete = [], 0
@@ -90,7 +91,7 @@ def judge_key(pool: str, model: str) -> str:
 def order_report(votes: pd.DataFrame, confidence: float = 0.95) -> dict[str, Any]:
     """Per judge (``pool/model``): items asked in both orders, the share whose orders agree,
     and the first-shown rate of its decisive order votes with a Wilson interval."""
-    tagged = _with_models(votes)
+    tagged = with_models(votes)
     tagged = tagged[tagged["order"].notna()]
     out: dict[str, Any] = {}
     for (pool, model), g in tagged.groupby(["pool", "model"], sort=True):
