@@ -61,7 +61,10 @@ def test_both_studies_load_as_typed_params(project):
         cap = load_section(CaptioningParams, "captioning", project / "params.yaml")
         variants = load_section(ClapVariantStudy, "clap_variants", project / "params.yaml")
         llm = load_section(ParaphraseParams, "robust_paraphrase_llm", project / "params.yaml")
+        real = load_section(CaptioningParams, "real_captioning_study", project / "params.yaml")
+        rows = {real.train[lm].train_clips for lm in ("gpt2", "smollm2")}
         if study == "full":
+            assert rows == {0} and cap.lm_seeds == {"smollm2": [0, 1, 2]}  # every training clip
             assert llm.max_clips is None and llm.captions_per_clip is None  # every caption: the LLM views in full
             assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
             assert len(encoder_specs(cap)) == 9
@@ -69,7 +72,8 @@ def test_both_studies_load_as_typed_params(project):
         else:
             assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
             assert variants.variants == {}
-            assert llm.max_clips == {"train": 64, "test": 4} and llm.captions_per_clip == {"train": 1}
+            assert llm.max_clips == {"train": 32, "test": 4} and llm.captions_per_clip == {"train": 1}
+            assert rows == {2000} and cap.lm_seeds == {"smollm2": [0, 1]}  # one subset for both LMs
             assert cap.encoder_seeds == [] and not encoder_specs(cap)
 
 

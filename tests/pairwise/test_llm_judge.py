@@ -208,3 +208,15 @@ def test_failed_judgements_end_with_one_error_line(study, fake_api, tmp_path, mo
     assert "judge pool text_llm: 1 judgement(s) failed" in line and fake_api.url in line
     assert "malformed answer after 3 attempts: 'no idea'" in line
     assert len(VoteStore(tmp_path / "j.sqlite").votes()) == 35
+
+
+def test_each_model_of_a_pool_samples_with_its_own_seed(study, fake_api, tmp_path):
+    """With both orders every rater sees the same prompts, so one seed would make a sampled
+    pool's raters copies of each other: the k-th model asks with ``extra_body.seed + k``."""
+    cfg = JudgeConfig(pool="sampled", models=["s1", "s2", "s3"], mode="text", base_url=fake_api.url,
+                      env_file="", key_required=False, backoff_s=0.0, temperature=0.8,
+                      extra_body={"seed": 5})
+    run_judges(study["pairs"], tmp_path / "votes.sqlite", cfg)
+    seeds = {(r["body"]["model"], r["body"]["seed"]) for r in fake_api.requests}
+    assert seeds == {("s1", 5), ("s2", 6), ("s3", 7)}
+    assert cfg.extra_body == {"seed": 5}  # the config itself is left as it was

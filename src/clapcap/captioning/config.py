@@ -175,6 +175,9 @@ class TrainConfig:
     # 0: every caption of every clip in each epoch; k: k captions per clip, the next k in the
     # next epoch (a 135 M-parameter LM costs ~0.1 s per caption on a CPU core).
     captions_per_clip: int = 0
+    # 0: every training clip. n: the same n clips for every run with this n, whatever its seed
+    # (CaptionSplit.subset), so rows trained on a subset compare on the same clips.
+    train_clips: int = 0
     grad_clip: float = 1.0
     embedding_key: str = "audio_embeds"
     device: str = "cpu"  # set from the `compute` section by train_captioner; not a params.yaml key
@@ -182,6 +185,14 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         self.validate()
+
+    def record(self) -> dict[str, Any]:
+        """The config as results record it: ``train_clips`` only when set, so runs on every
+        clip keep the bytes they had before the option existed."""
+        out = dataclasses.asdict(self)
+        if not self.train_clips:
+            del out["train_clips"]
+        return out
 
     def validate(self) -> None:
         """Raises ValueError naming the first bad option (also at load, from ``__post_init__``)."""
@@ -191,6 +202,8 @@ class TrainConfig:
             raise ValueError(f"train.batch_size must be >= 1, found {self.batch_size}")
         if self.captions_per_clip < 0:
             raise ValueError(f"train.captions_per_clip must be >= 0 (0: all), found {self.captions_per_clip}")
+        if self.train_clips < 0:
+            raise ValueError(f"train.train_clips must be >= 0 (0: all), found {self.train_clips}")
         for name in ("stage1", "stage2"):
             st: StageConfig = getattr(self, name)
             if st.epochs < 1 or st.lr_projection <= 0 or st.lr_lm < 0:

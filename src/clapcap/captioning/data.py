@@ -49,6 +49,19 @@ class CaptionSplit:
         rows = [i for i, caps in enumerate(chosen) for _ in caps]
         return np.asarray(rows, dtype=np.int64), [c for caps in chosen for c in caps]
 
+    def subset(self, n: int, seed: int = 0) -> CaptionSplit:
+        """``n`` clips drawn by a fixed ``seed`` (not a run's training seed, so every run with
+        the same ``n`` trains on the same clips), kept in split order; the whole split when
+        ``n`` is 0 or at least its size. The draw for a smaller ``n`` is a prefix of the draw
+        for a larger one, so subsets nest."""
+        if n < 0:
+            raise ValueError(f"subset: expected n >= 0, found {n}")
+        if n == 0 or n >= len(self.clip_ids):
+            return self
+        keep = np.sort(np.random.default_rng(seed).permutation(len(self.clip_ids))[:n])
+        return CaptionSplit(self.name, [self.clip_ids[i] for i in keep], self.embeds[keep],
+                            [self.captions[i] for i in keep])
+
     def references(self) -> dict[str, list[str]]:
         """``{clip_id: [reference captions]}`` for scoring."""
         return dict(zip(self.clip_ids, self.captions, strict=True))

@@ -136,7 +136,7 @@ class ChatClient:
         self.model = model
         self._key = api_key
         self._key_env = key_env  # the variable a missing key would come from (for the 401 hint)
-        self.extra_body = dict(extra_body or {})  # merged into every request body (engine options)
+        self.extra_body = dict(extra_body or {})  # every request body's defaults (engine options)
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -215,7 +215,7 @@ class ChatClient:
         refused = self._refused
         if refused is not None:  # the same key would be refused again: send nothing
             raise KeyRefused(str(refused), reason=refused.reason, attempts=0)
-        payload = json.dumps({**body, **self.extra_body}).encode("utf-8")
+        payload = json.dumps({**self.extra_body, **body}).encode("utf-8")  # a request's own keys win
         who = f"model {body['model']}: " if body.get("model") else ""
         retries = self.retry.max_retries
         for attempt in range(retries + 1):

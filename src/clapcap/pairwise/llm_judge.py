@@ -78,6 +78,9 @@ class JudgeConfig(EndpointConfig):
     # Ask every item in both orders (MT-Bench's swap; clapcap.pairwise.orders). False: once, in
     # a seeded random order per judge and item, as people on the rating page see it.
     both_orders: bool = True
+    # ``extra_body.seed`` is the first model's sampling seed; the k-th model of ``models`` samples
+    # with seed + k. One seed for all would make a sampled pool's raters copies of each other once
+    # every rater sees both orders (and a greedy pool's raters are copies whatever the seed).
     # A hosted API needs a key; a local engine (clapcap.llm.engine, a vLLM server) takes none.
     key_required: bool = True
 
@@ -174,6 +177,8 @@ def judge_item(client: ChatClient, cfg: JudgeConfig, model: str, item: pd.Series
     order = order or shown_order(cfg.seed, model, item["item_id"])
     messages = build_messages(item, order, cfg.mode)
     params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens, **cfg.extra_body}
+    if "seed" in params and model in cfg.models:  # each model of a pool samples with its own seed
+        params["seed"] = int(params["seed"]) + cfg.models.index(model)
     answer, answered = "", False
     for _ in range(cfg.max_answer_attempts):
         try:

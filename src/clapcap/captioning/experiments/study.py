@@ -259,7 +259,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
     model_cfg, train_cfg = run_configs(params, spec)
     lm = resolve_lm(model_cfg)  # once, before the run opens: a hub id's commit, a folder's weights SHA-256
     run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
-                  "train": dataclasses.asdict(train_cfg), "decoding": dataclasses.asdict(params.decoding),
+                  "train": train_cfg.record(), "decoding": dataclasses.asdict(params.decoding),
                   **({"pretrained_lm": lm.record()} if lm is not None else {})}
     with tracker.run(params, spec, configuration(spec), run_params, _seeds_of(params, spec)):
         trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,

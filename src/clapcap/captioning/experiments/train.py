@@ -302,6 +302,8 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
     if cfg.torch_threads > 0:
         torch.set_num_threads(cfg.torch_threads)
     data = load_run_data(dump, dataset_dir, cfg.embedding_key)
+    if cfg.train_clips:  # the same clips for every run with this train_clips
+        data = RunData(data.train.subset(cfg.train_clips), data.val)
     model_cfg = pin_lm(dataclasses.replace(model_cfg, in_dim=int(data.train.embeds.shape[1])), lm)
     if init_from is not None:  # continue a saved captioner: its tokenizer and weights
         model = load_captioner(init_from, device=cfg.device)
@@ -311,7 +313,7 @@ def train_captioner(model_cfg: CaptionerConfig, cfg: TrainConfig, *, dump: str |
         tokenizer = prepare_tokenizer(model_cfg, data.train, out / "tokenizer", lm)
         warmup = _warmup_path(model_cfg, cfg, tokenizer, data, out, lm_cache_dir, compute.precision)
         model = _initial_model(model_cfg, tokenizer, data, cfg, warmup, progress, compute, lm)
-    params = {"model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(cfg), "dump": str(dump)}
+    params = {"model": dataclasses.asdict(model_cfg), "train": cfg.record(), "dump": str(dump)}
     if lm is not None:  # which LM weights: the hub commit, or the folder's weights SHA-256
         params["pretrained_lm"] = lm.record()
     if compute.precision != "fp32":  # recorded only when not the default, so fp32 results keep their bytes
