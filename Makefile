@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 # DVC stage commands call `python`: the project's venv comes first.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup engine assets corpus-assets wordnet-assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
+.PHONY: setup engine assets corpus-assets wordnet-assets vega-assets browser postgres repro test test-all test-services test-distributed test-engine lint gate gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -76,7 +76,7 @@ $(ENGINE_STAMP): requirements/engine.txt | $(STAMP)
 ASSETS ?= .assets
 GCOMPRIS_DEB := $(ASSETS)/gcompris-qt-data_3.1-2_all.deb
 AUDIOEVAL_WHEEL := $(ASSETS)/pytest_audioeval-0.1.3-py3-none-any.whl
-assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL) corpus-assets wordnet-assets
+assets: $(GCOMPRIS_DEB) $(AUDIOEVAL_WHEEL) corpus-assets wordnet-assets vega-assets
 
 $(GCOMPRIS_DEB):
 	@mkdir -p $(ASSETS)
@@ -100,6 +100,14 @@ corpus-assets: | $(STAMP)
 # verb and adjective files unpacked) for the lexical paraphrase view (clapcap.paraphrase.wordnet).
 wordnet-assets: | $(STAMP)
 	$(VENV)/bin/clapcap assets wordnet --dest $(ASSETS)/wordnet
+
+# `dvc plots show` offline (clapcap.reporting.vega_page): Vega, Vega-Lite and vega-embed from npm
+# (pinned by integrity; 6.2 MB of tarballs, 0.8 MB kept) inlined in a page template, which the
+# local DVC config (.dvc/config.local, not committed) names as plots.html_template.
+vega-assets: | $(STAMP)
+	$(VENV)/bin/clapcap assets vega --dest $(ASSETS)/vega
+	@test -d .dvc || $(VENV)/bin/dvc init -q
+	$(VENV)/bin/dvc config --local plots.html_template $(abspath $(ASSETS))/vega/dvc_plots_offline.html
 
 # JOBS stages at once (clapcap.repro: `dvc repro --single-item` per stage, in dependency order;
 # JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.
@@ -147,7 +155,7 @@ postgres:
 	  || { echo "make: could not install postgresql: run 'apt-get install postgresql' yourself"; exit 1; }; \
 	fi
 
-test-services: setup postgres browser
+test-services: setup postgres browser vega-assets
 	$(VENV)/bin/pytest -q -m services
 
 # The real LLM engine: a llama.cpp server on 127.0.0.1 that the tests start and stop by PID.

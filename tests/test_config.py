@@ -102,6 +102,7 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
+    "metrics_summary": "clapcap.reporting.summary_metrics:MetricsSummaryParams",
     "caption_subsets": "clapcap.captioning.config:CaptionSubsetParams",
     "robust_view_source": "clapcap.robust.view_source:ViewSourceParams",
     "robust_views": "clapcap.robust.views_study:ViewCountParams",

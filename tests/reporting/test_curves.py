@@ -92,6 +92,7 @@ def test_dvc_yaml_plots_render_from_the_stage_tables(tmp_path):
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
     run(["git", "init", "-q"], repo, env)
     run([*DVC, "init", "-q"], repo, env)
+    shutil.copytree(ROOT / ".dvc" / "plots", repo / ".dvc" / "plots")  # the project's templates
     data = json.loads(run([*DVC, "plots", "show", "--json"], repo, env))["data"]
     ids = [next(iter(p)) for p in plots]
     assert sorted(data) == sorted(ids)
@@ -102,6 +103,21 @@ def test_dvc_yaml_plots_render_from_the_stage_tables(tmp_path):
         spec = data[name][0]["content"]
         assert spec["data"]["values"], name
         assert vlc.vegalite_to_png(spec).startswith(b"\x89PNG"), name
+        assert "'" not in name  # dvc-render writes the title unescaped into a JS string: a quote breaks the page
+        assert "<DVC_METRIC" not in json.dumps(spec), name  # every anchor filled
+        labels = {spec.get("encoding", {}).get(a, {}).get("title") for a in ("x", "y")}
+        assert labels.isdisjoint({"y", "dvc_inferred_y_value"}), (name, labels)  # the axes say what they show
+    specs = {name: data[name][0]["content"] for name in ids}
+    loss = specs["Captioner gpt2 seed 0 loss, stage 2 after stage 1"]
+    series = {(v["filename"], v["field"]) for v in loss["data"]["values"]}
+    assert len(series) == 4 and loss["encoding"]["color"]["field"] == "series"  # one colour per series
+    s2 = [v for v in loss["data"]["values"] if v["filename"].endswith("stage2.csv")]
+    assert min(int(v["run_epoch"]) for v in s2) == 3  # stage 2 follows stage 1's two epochs
+    lr = specs["Stage-1 LR search, validation loss per projection LR"]
+    assert lr["encoding"]["x"]["scale"]["type"] == "log"
+    ablation = specs["Captioning ablations, CIDEr-D effect against the row baseline with 95 % intervals"]
+    rule = ablation["layer"][0]["encoding"]
+    assert rule["x"]["field"] == "ci_low" and rule["x2"]["field"] == "ci_high"  # the interval is drawn
 
 
 def test_stage_deps_match_the_params_section():

@@ -1,5 +1,5 @@
-"""``clapcap assets``: offline Java tools for aac-metrics, the full online download, and the
-pinned Debian packages (the real corpus's, WordNet)."""
+"""``clapcap assets``: offline Java tools for aac-metrics, the full online download, the
+pinned Debian packages (the real corpus's, WordNet) and the offline page of ``dvc plots show``."""
 
 from __future__ import annotations
 
@@ -54,6 +54,15 @@ def _wordnet(args: argparse.Namespace) -> int:
     return 0
 
 
+def _vega(args: argparse.Namespace) -> int:
+    from clapcap.reporting.vega_page import TEMPLATE_NAME, fetch_vega, write_template
+
+    scripts = fetch_vega(args.dest, registry=args.registry)
+    page = write_template(scripts, f"{args.dest}/{TEMPLATE_NAME}")
+    print(page)
+    return 0
+
+
 def register(subparsers: Any, name: str, help_text: str) -> None:
     """Add the ``assets`` group with ``setup-offline``, ``download`` and ``corpus-packages``."""
     group = add_group(subparsers, name, help_text)
@@ -77,3 +86,9 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
                          "apt-get download Debian's wordnet-base (pinned), check its SHA-256 and unpack "
                          "WordNet 3.0's noun and verb database (the lexical paraphrase view)")
     parser.add_argument("--dest", default=".assets/wordnet", help="where wordnet-base/ goes (default .assets/wordnet)")
+    parser = add_command(group, "vega", _vega,
+                         "download Vega, Vega-Lite and vega-embed from npm (pinned by integrity) and write a "
+                         "`dvc plots show` page template with them inlined, so the plots render offline; "
+                         "prints the template's path")
+    parser.add_argument("--dest", default=".assets/vega", help="where the scripts and template go (default .assets/vega)")
+    parser.add_argument("--registry", default="https://registry.npmjs.org", help="npm registry URL")

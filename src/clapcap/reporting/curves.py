@@ -7,7 +7,9 @@ training stages already saved, without retraining, into CSV files with one heade
 
 - ``clap_<model>_loss.csv``: ``epoch, loss`` (training loss per epoch) of each CLAP model;
 - ``clap_<model>_val.csv``: ``epoch`` and every validation metric of the evaluated epochs;
-- ``caption_<run>_stage<s>.csv``: ``epoch, train_loss, val_loss`` of each captioning stage;
+- ``caption_<run>_stage<s>.csv``: ``epoch, run_epoch, train_loss, val_loss`` of each captioning
+  stage, ``run_epoch`` counting on from the run's earlier stages (stage 2 starts after stage 1
+  on one axis, not on top of it);
 - ``lr_<lm>_stage1.csv``: ``lr_projection, val_loss``; ``lr_<lm>_stage2.csv``:
   ``trial, lr_projection, lr_lm, val_loss`` (the trials of each LR search); the same for each
   architecture row's own search (``lr_checks``: ``lr_<row>_stage1.csv``, ...);
@@ -114,11 +116,14 @@ def write_curves(params: CurvesParams) -> list[Path]:
             stages = sorted(p for p in (cap / "runs" / run).glob("stage*/result.json"))
             if not stages:
                 raise CurvesError(f"{cap / 'runs' / run}: no stage*/result.json")
+            done = 0  # epochs of the run's earlier stages: run_epoch continues where they ended
             for path in stages:
-                rows = [[int(r["epoch"]), float(r["train_loss"]), float(r["val_loss"])] for r in _history(path)]
+                rows = [[int(r["epoch"]), done + int(r["epoch"]), float(r["train_loss"]), float(r["val_loss"])]
+                        for r in _history(path)]
                 fname = f"caption_{run}_{path.parent.name}.csv"
-                _write_csv(tmp / fname, ["epoch", "train_loss", "val_loss"], rows)
+                _write_csv(tmp / fname, ["epoch", "run_epoch", "train_loss", "val_loss"], rows)
                 written.append(fname)
+                done = max(r[1] for r in rows)
         searches = [(lm, cap / "lr_search" / lm) for lm in params.lr_searches]
         searches += [(row, cap / "lr_check" / row / "search") for row in params.lr_checks]
         for lm, folder in searches:
