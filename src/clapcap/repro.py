@@ -6,7 +6,8 @@ in one workspace: it holds the repository lock only while it reads and writes it
 state, releases it while a stage's command runs (``Stage._run_stage`` is ``unlocked_repo``),
 and keeps per-output read/write locks. This scheduler builds on that and nothing else:
 
-1. stages that are ``always_changed`` (``data_listing``) run first, alone;
+1. stages that are ``always_changed`` (``data_listing``) run first, alone (one that reads
+   another stage's output waits for it when that stage has work to do);
 2. ``dvc status`` then names the changed stages; they and everything downstream of them
    are the work;
 3. up to ``jobs`` stages run at once, each as ``dvc --wait-for-lock repro --single-item
@@ -461,12 +462,26 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
     if stale := prune_lockfile(root, graph.order):
         say(f"dvc.lock: {len(stale)} entries of stages no longer in dvc.yaml removed")
     hint = read_times(Path(root) / times_path) if times_path else {}
-    first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
+    # Always-changed stages run first, alone, then ``dvc status`` names the work. One that reads
+    # another stage's output (resolve_checkpoints reads the trained default CLAP) runs first only
+    # when that stage is up to date; else (a fresh clone) it runs in its place in the work.
+    early = {n for n in graph.always_changed if graph.upstream[n] <= graph.always_changed}
+    first = run_parallel(graph, early, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
                          seconds_hint=hint, say=say, env=STAGE_ENV)
     if not first.ok:
         return first
     changed = changed_stages(root, dvc) - graph.always_changed
-    work = graph.downstream_closure(changed) - graph.always_changed
+    pending = graph.downstream_closure(changed) - graph.always_changed
+    late = graph.always_changed - early
+    now = {n for n in late if not graph.upstream[n] & pending}
+    if now:
+        more = run_parallel(graph, now, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
+                            seconds_hint=hint, say=say, env=STAGE_ENV)
+        first.seconds.update(more.seconds)
+        if not more.ok:
+            return more
+        changed = changed_stages(root, dvc) - graph.always_changed
+    work = graph.downstream_closure(changed | (late - now)) - (graph.always_changed - (late - now))
     say(f"{len(work)} of {len(graph.order)} stages to bring up to date, {jobs} at a time")
     with _meteor_server(bool(work), say) as env:
         result = run_parallel(graph, work, jobs=jobs, root=root, dvc=dvc, log_dir=log_dir, seconds_hint=hint,

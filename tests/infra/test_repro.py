@@ -136,3 +136,30 @@ def test_bad_jobs_and_unknown_stages_are_refused():
         run_parallel(graph, {"a"}, jobs=0)
     with pytest.raises(ValueError, match="unknown stage"):
         run_parallel(graph, {"zz"}, jobs=1)
+
+
+def test_an_always_changed_stage_that_reads_another_stages_output_waits_for_it(tmp_path, monkeypatch):
+    """resolve_checkpoints' shape: always changed, reading what train_clap writes. On a fresh
+    clone it must run after that stage (it failed the build when run first, alone); once
+    everything is up to date it runs first and nothing else reruns."""
+    env = dvc_env(f"sqlite:///{tmp_path}/mlflow.db")
+    stages = {
+        "listing": {"cmd": "echo same > listing.txt", "outs": [{"listing.txt": {"cache": False}}],
+                    "always_changed": True},
+        "train": _stage(_sleep_write("train", 0.1, ["listing.txt"]), ["listing.txt"], ["train.txt"]),
+        "record": {"cmd": f"{sys.executable} -c \"open('record.txt','w').write(str(len(open('train.txt').read())))\"",
+                   "deps": ["train.txt"], "outs": [{"record.txt": {"cache": False}}], "always_changed": True},
+        "use": _stage(_sleep_write("use", 0.1, ["record.txt"]), ["record.txt"], ["use.txt"]),
+    }
+    init_repo(tmp_path, {"x": 1}, stages, env, "pipeline")
+    monkeypatch.setenv("PATH", env["PATH"])
+    lines: list[str] = []
+    result = repro(tmp_path, jobs=2, dvc=DVC, say=lines.append)
+    assert result.ok, "\n".join(lines)
+    assert any("3 of 4 stages" in ln for ln in lines), lines  # train, then record in its place, then use
+    assert _span(tmp_path, "train")[1] <= (tmp_path / "record.txt").stat().st_mtime
+    use_before = _span(tmp_path, "use")
+    again: list[str] = []
+    assert repro(tmp_path, jobs=2, dvc=DVC, say=again.append).ok
+    assert any("0 of 4 stages" in ln for ln in again), again  # record ran first; its output is unchanged
+    assert _span(tmp_path, "use") == use_before

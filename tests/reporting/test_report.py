@@ -28,6 +28,14 @@ def _inputs(tmp_path: Path) -> dict:
     pointer = tmp_path / "lr_png.json"
     pointer.write_text(json.dumps({"name": "encoder sweep", "png": "made_elsewhere.png"}))
     inputs["lr_search"] = [FIXTURES / "lr_search.json", pointer]
+    # The architecture row "gpt2 prefix 4" states a finding: the table must show its numbers.
+    fixture = json.loads((FIXTURES / "findings.json").read_text())
+    arch = {**fixture["findings"][0], "id": "captioning.arch.gpt2.prefix 4", "effect": -0.0412,
+            "ci": {"low": -0.0903, "high": 0.0071}, "verdict": "within noise",
+            "statement": "prefix 4 improves the gpt2 captioner"}
+    extra = tmp_path / "arch_findings.json"
+    extra.write_text(json.dumps({**fixture, "findings": [arch]}))
+    inputs["findings"] = [FIXTURES / "findings.json", extra]
     return inputs
 
 
@@ -48,11 +56,14 @@ def test_full_report_from_fixtures(tmp_path):
     # LM ablation: mean ± sample std over seeds, seed count shown.
     lm_md = (out / "tables" / "lm_ablation.md").read_text()
     assert "| gpt2 | 3 | **0.410 ± 0.010** |" in lm_md and "| t5 | 3 | 0.330 ± 0.030 |" in lm_md
-    # Arch ablation: deltas judged against each model's own noise floor (2 sigma).
+    # Arch ablation: a row's comparison is its finding's (one number, one interval convention);
+    # the findings table says the same; a row without a finding gets no second definition.
     arch_md = (out / "tables" / "arch_ablation.md").read_text()
-    assert "| gpt2 prefix 4 | gpt2 |  | -0.060 | yes |" in arch_md   # 0.06 > 2 * 0.01
-    assert "| gpt2 prefix 16 | gpt2 |  | +0.005 | no |" in arch_md
-    assert "| t5 dropout 0.5 | t5 |  | +0.030 | no |" in arch_md     # 0.03 < 2 * 0.03
+    row = "| gpt2 prefix 4 | gpt2 |  | captioning.arch.gpt2.prefix 4 | -0.041 [-0.090, +0.007] | within noise |"
+    assert row in arch_md
+    assert "| prefix 4 improves the gpt2 captioner (cider_d, greater) | -0.041 [-0.090, +0.007] |" in md
+    assert "| gpt2 prefix 16 | gpt2 |  |  |  | no finding |" in arch_md
+    assert "| t5 dropout 0.5 | t5 |  |  |  | no finding |" in arch_md
     # Retrieval in the leaderboard: our synthetic-corpus row is marked not comparable.
     lb_md = (out / "tables" / "retrieval_leaderboard.md").read_text()
     assert "| tiny-clap [clapcap] ‡ |" in lb_md and "| fixture-audiocaps [clapcap] | 12 |" in lb_md
@@ -61,7 +72,7 @@ def test_full_report_from_fixtures(tmp_path):
     assert "| 23.00 | 60.00 | 95.00 | 40.00 |" in lb_md
     assert "**" not in lb_md
     # Findings: every finding of the conclusions file with its interval and verdict, counted.
-    assert "2 findings: 1 hold, 1 within noise, 0 reversed." in md
+    assert "3 findings: 1 hold, 2 within noise, 0 reversed." in md
     assert "| the method beats the baseline (cider_d, greater) | +0.300 [+0.300, +0.300] |" in md
     assert "| 3 vs 3 | **within noise** |" in md
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))

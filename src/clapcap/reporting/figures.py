@@ -37,45 +37,34 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], metric: str, title: str) -> Fig
     return fig
 
 
-def delta_chart(names: Sequence[str], deltas: Sequence[float], floors: Sequence[float | None],
-                metric: str, title: str) -> Figure:
-    """Bars of each variant's change from its baseline, with its ±2σ noise floor as a band."""
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(names) + 2), 3.6))
-    x = range(len(names))
-    ax.bar(x, deltas, color=["#55a868" if d >= 0 else "#c44e52" for d in deltas])
-    for i, floor in enumerate(floors):
-        if floor is not None:
-            ax.fill_between([i - 0.45, i + 0.45], -2 * floor, 2 * floor, color="#999999", alpha=0.35,
-                            linewidth=0, zorder=0)
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xticks(list(x), names, rotation=30, ha="right")
-    ax.set_ylabel(f"Δ {metric} vs baseline")
-    ax.set_title(f"{title}\n(grey band: ±2σ noise floor)", fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
 _VERDICT_COLOURS = {"holds": "#55a868", "within noise": "#8c8c8c", "reversed": "#c44e52"}
 
 
 def findings_plot(findings: Sequence[Mapping[str, Any]], title: str) -> Figure:
-    """Each finding's effect with its interval over seeds and items, coloured by verdict.
+    """Each finding's effect with its 95 % interval over seeds and items, coloured by verdict:
+    one panel per metric, so effects on different scales (CIDEr-D, R@10) never share an axis.
 
-    Effects are on their metric's own scale (one row per finding, the id on the y axis); the
-    dashed line is 0, so a "greater" claim holds where the whole bar sits right of it.
+    One row per finding (its id on the y axis); the dashed line is 0, so a "greater" claim
+    holds where the whole bar sits right of it.
     """
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(findings) + 1.4))
-    for i, f in enumerate(findings):
-        colour = _VERDICT_COLOURS.get(f["verdict"], "#4c72b0")
-        ax.plot([f["ci"]["low"], f["ci"]["high"]], [i, i], color=colour, linewidth=2.2)
-        ax.plot([f["effect"]], [i], "o", color=colour, markersize=4)
-    ax.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
-    ax.set_yticks(range(len(findings)), [f["id"] for f in findings], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("effect (A - B) with its 95% interval over seeds and test items")
+    by_metric: dict[str, list[Mapping[str, Any]]] = {}
+    for f in findings:
+        by_metric.setdefault(str(f.get("metric", "effect")), []).append(f)
+    heights = [len(v) + 1.2 for v in by_metric.values()] or [1.0]
+    fig, axes = plt.subplots(len(heights), 1, squeeze=False, gridspec_kw={"height_ratios": heights},
+                             figsize=(7.5, 0.3 * sum(heights) + 0.9 * len(heights) + 0.6))
+    for ax, (metric, group) in zip(axes[:, 0], by_metric.items(), strict=False):
+        for i, f in enumerate(group):
+            colour = _VERDICT_COLOURS.get(f["verdict"], "#4c72b0")
+            ax.plot([f["ci"]["low"], f["ci"]["high"]], [i, i], color=colour, linewidth=2.2)
+            ax.plot([f["effect"]], [i], "o", color=colour, markersize=4)
+        ax.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
+        ax.set_yticks(range(len(group)), [f["id"] for f in group], fontsize=7)
+        ax.set_ylim(len(group) - 0.5, -0.5)
+        ax.set_xlabel(f"{metric} effect (A - B), 95 % interval over seeds and test items", fontsize=8)
     handles = [plt.Line2D([], [], color=c, linewidth=2.2, label=v) for v, c in _VERDICT_COLOURS.items()]
-    ax.legend(handles=handles, fontsize=7, loc="lower right")
-    ax.set_title(title, fontsize=10)
+    axes[0, 0].legend(handles=handles, fontsize=7, loc="lower right")
+    axes[0, 0].set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
 

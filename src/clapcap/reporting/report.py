@@ -68,7 +68,8 @@ from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
-NOISE_SIGMAS = 2.0  # a delta "exceeds the noise floor" when |delta| > 2 sigma of the seeds
+# The finding an ablation row states, by section: captioning.<kind>.<lm>.<variant>.
+_ABLATION_FINDINGS = {"arch_ablation": "arch", "decoding_ablation": "decoding"}
 
 
 def _primary(data: Mapping[str, Any], metrics: Sequence[str]) -> str:
@@ -90,45 +91,57 @@ def _lm_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     return Section(tables={"lm_ablation": table}, figures={"lm_ablation": fig})
 
 
-def _noise_floors(ctx: Mapping[str, Any], metric: str) -> dict[str, float]:
-    lm = ctx.get("lm_ablation")
-    if not lm:
-        return {}
-    return {str(r.get("group") or r["name"]): r["std"][metric] for r in lm["rows"]
-            if metric in r.get("std", {}) and r.get("n_seeds", 2) > 1}
+def _row_finding(key: str, row: Mapping[str, Any], base: Mapping[str, Any] | None,
+                 findings: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The finding that compares ``row`` with its group's baseline ``base``, if one does.
+
+    Architecture and decoding rows state ``captioning.<arch|decoding>.<lm>.<row>`` (A = the
+    row); encoder rows ``captioning.music.<baseline>.vs_<row>`` on music clips, or
+    ``captioning.encoder.default.vs_<row>`` on all clips (A = the baseline encoder).
+    """
+    group, name = str(row.get("group", "")), str(row["name"])
+    if key == "encoder_ablation":
+        enc, _, scope = name.partition(" (")
+        if scope.startswith("music") and base is not None:
+            return findings.get(f"captioning.music.{str(base['name']).partition(' (')[0]}.vs_{enc}")
+        return findings.get(f"captioning.encoder.default.vs_{enc}")
+    kind = _ABLATION_FINDINGS.get(key)
+    if kind is None or not group:
+        return None
+    variant = name[len(group) + 1:] if name.startswith(group + " ") else name
+    return findings.get(f"captioning.{kind}.{group}.{variant}")
 
 
 def _ablation_section(key: str, data: dict[str, Any], ctx: dict[str, Any]) -> Section:
+    """The rows' scores, and for each row that states a finding, that finding's effect, interval
+    and verdict (reports/conclusions.json): one number and one interval convention for a
+    comparison wherever the report shows it."""
     rows = data["rows"]
     metrics = metric_order(rows, data["metrics"])
     primary = _primary(data, metrics)
+    findings = {f["id"]: f for f in ctx.get("findings") or []}
     baselines = {str(r.get("group", "")): r for r in rows if r.get("baseline")}
-    floors = _noise_floors(ctx, primary)
-    names, deltas, floor_list = [], [], []
+    shown = []
     for r in rows:
-        base = baselines.get(str(r.get("group", "")))
         r["role"] = "baseline" if r.get("baseline") else ""
-        if base is None or r is base or r["metrics"].get(primary) is None:
-            r["delta"], r["beyond"] = "", ""
+        f = None if r.get("baseline") else _row_finding(key, r, baselines.get(str(r.get("group", ""))), findings)
+        if f is None:
+            r["finding"], r["effect [95 % CI]"], r["verdict"] = "", "", ("" if r.get("baseline") else "no finding")
             continue
-        delta = r["metrics"][primary] - base["metrics"][primary]
-        floor = floors.get(str(r.get("group", "")))
-        r["delta"] = f"{delta:+.3f}"
-        r["beyond"] = "–" if floor is None else ("yes" if abs(delta) > NOISE_SIGMAS * floor else "no")
-        names.append(r["name"])
-        deltas.append(delta)
-        floor_list.append(floor)
-    cols = ["group", "role", "delta", "beyond"] if any(r.get("group") for r in rows) else [
-        "role", "delta", "beyond"]
+        r["finding"] = f["id"]
+        r["effect [95 % CI]"] = f"{f['effect']:+.3f} [{f['ci']['low']:+.3f}, {f['ci']['high']:+.3f}]"
+        r["verdict"] = f["verdict"]
+        shown.append(f)
+    cols = ["role", "finding", "effect [95 % CI]", "verdict"]
+    cols = ["group", *cols] if any(r.get("group") for r in rows) else cols
     table = Table(data["title"] or SECTIONS[key], rows_from_records(rows, cols), metrics, cols,
                   set(data["lower_is_better"]),
-                  notes=[f"delta = {primary} minus the group's baseline; beyond = |delta| > "
-                         f"{NOISE_SIGMAS:g}σ of that model's seeds (– when no noise floor)."])
+                  notes=["Scores: each row's own run (the first seed). effect [95 % CI] and verdict: the "
+                         "named finding, as in the findings table (effect = A minus B of its claim; its seeds "
+                         "and baseline; the interval over seeds and test items); no finding: the row states none."])
     out = Section(tables={key: table})
-    if names:
-        out.figures[key] = figs.delta_chart(names, deltas, floor_list, primary, SECTIONS[key])
-    else:
-        out.figures[key] = figs.bar_chart(rows, primary, SECTIONS[key])
+    out.figures[key] = (figs.findings_plot(shown, SECTIONS[key]) if shown
+                        else figs.bar_chart(rows, primary, SECTIONS[key]))
     return out
 
 
