@@ -462,9 +462,8 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
     if stale := prune_lockfile(root, graph.order):
         say(f"dvc.lock: {len(stale)} entries of stages no longer in dvc.yaml removed")
     hint = read_times(Path(root) / times_path) if times_path else {}
-    # Always-changed stages run first, alone, then ``dvc status`` names the work. One that reads
-    # another stage's output (resolve_checkpoints reads the trained default CLAP) runs first only
-    # when that stage is up to date; else (a fresh clone) it runs in its place in the work.
+    # Always-changed stages run first, alone; one that reads another stage's output (resolve_checkpoints)
+    # does so only when that stage is up to date, else (a fresh clone) in its place in the work.
     early = {n for n in graph.always_changed if graph.upstream[n] <= graph.always_changed}
     first = run_parallel(graph, early, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
                          seconds_hint=hint, say=say, env=STAGE_ENV)

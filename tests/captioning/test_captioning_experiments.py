@@ -191,6 +191,18 @@ def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
     client = mlflow.MlflowClient()
     assert str(client.get_model_version_by_alias("clapcap-captioner", "champion").version) == "1"
     assert client.get_model_version("clapcap-captioner", "2").tags["clapcap.decision"] == "challenger"
+    # The champion's page: its score, its dataset, its training run, its test predictions.
+    v1 = client.get_model_version("clapcap-captioner", "1")
+    assert v1.tags["clapcap.candidate"] == best["name"] and float(v1.tags["test/cider_d"]) >= 0
+    assert v1.source == result["model_uri"]  # the version's page links its logged model
+    logged = mlflow.get_logged_model(result["model_uri"].removeprefix("models:/"))
+    scores = {m.key: m for m in logged.metrics}
+    assert {"val/cider_d", "test/cider_d"} <= set(scores) and scores["test/cider_d"].dataset_name
+    register_run = client.get_run(v1.run_id)
+    assert "test_predictions.json" in {a.path for a in client.list_artifacts(register_run.info.run_id)}
+    trained = register_run.data.params.get("training_run_id")
+    assert trained is None or client.get_run(trained).data.tags.get("clapcap.config") in (
+        best["name"], Path(best["checkpoint"]).parts[Path(best["checkpoint"]).parts.index("runs") + 1])
     model = load_champion()
     in_dim = 8 if "frames" in best["name"] else 16
     x = np.random.default_rng(0).standard_normal((3, in_dim)).astype(np.float32)

@@ -4,6 +4,8 @@ child runs of a parent with the noise floor, vocabulary keys, provenance, no dup
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
@@ -85,6 +87,14 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     assert "captioning/gpt2/decoding_greedy" not in runs
     assert "mlflow.parentRunId" not in runs["captioning/gpt2/decoding_greedy/seed0"].data.tags
     assert check_store(fresh_store) == []
+    # The registered champion links back to the run that trained its weights.
+    from clapcap.tracked.captioning import register_champion
+
+    champion = register_champion(params)
+    version = mlflow.MlflowClient().get_model_version("clapcap-captioner", str(champion["version"]))
+    trained = mlflow.get_run(version.tags["clapcap.training_run_id"])
+    seed_run = Path(champion["checkpoint"]).parts[Path(champion["checkpoint"]).parts.index("runs") + 1]
+    assert trained.data.tags["clapcap.config"] == seed_run  # a seed run (gpt2_seed<k>), whatever decoding won
 
 
 def test_store_check_finds_each_broken_convention(fresh_store):

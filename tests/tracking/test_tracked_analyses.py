@@ -70,6 +70,8 @@ def test_vocab_is_a_run_per_configuration_and_one_for_the_references(mlflow_uri)
                                              "test/mean_words_mean": 15.5, "test/mean_words_std": 0.5}
     assert runs["captioning/decoding_gpt2_beam3/vocab"] == {"test/vocab_mean": 81.0, "test/mean_words_mean": 15.6}
     assert runs["captioning/references/vocab"]["test/vocab"] == 100.0
+    parents = {mlflow.get_run(i).data.tags.get("mlflow.parentRunId") for i in ids}
+    assert len(parents) == 1 and mlflow.get_run(parents.pop()).info.run_name == "captioning/vocab"
 
 
 def test_pipeline_vs_reference_per_subset(mlflow_uri):

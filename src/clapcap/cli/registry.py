@@ -1,4 +1,5 @@
-"""`clapcap registry ...`: compare two registered versions, promote one on a person's word.
+"""`clapcap registry ...`: compare two registered versions, promote one on a person's word, and
+relocate a copied local store.
 
 Both verbs work on the store of ``$MLFLOW_TRACKING_URI`` (a shared ``mlflow server``) or,
 when it is unset, the project's SQLite store (:func:`clapcap.tracking.default_tracking_uri`).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+from pathlib import Path
 
 from clapcap.cli._common import add_command, add_group
 
@@ -43,6 +45,19 @@ def _promote(args: argparse.Namespace) -> int:
     return 0
 
 
+def _relocate(args: argparse.Namespace) -> int:
+    from clapcap.tracking.relocate import relocate_store
+
+    changed = relocate_store(args.db)
+    where = Path(args.db).resolve().parent / "artifacts"
+    if not changed:
+        print(f"{args.db}: already points at {where}")
+    else:
+        print(f"{args.db}: {sum(changed.values())} artifact locations now under {where} "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(changed.items()))})")
+    return 0
+
+
 def register(subparsers, name: str, help_text: str) -> None:
     """Add the ``registry`` group and its commands to ``subparsers``."""
     group = add_group(subparsers, name, help_text)
@@ -65,3 +80,8 @@ def register(subparsers, name: str, help_text: str) -> None:
     p.add_argument("--reason", required=True, help="why (recorded on the version)")
     p.add_argument("--by", default=getpass.getuser(), help="who decides (default: the current user)")
     p.add_argument("--alias", default="champion", help="alias to move (default: champion)")
+
+    p = add_command(group, "relocate-store", _relocate,
+                    "after copying or moving mlruns/: point the local store's artifact locations at the "
+                    "copy's own mlruns/artifacts (MLflow records them as absolute paths)")
+    p.add_argument("db", nargs="?", default="mlruns/mlflow.db", help="the SQLite store (default mlruns/mlflow.db)")

@@ -37,7 +37,7 @@ from clapcap.captioning.experiments.train import EpochHook
 from clapcap.captioning.model import frozen_lm_dir, load_captioner
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_with_champion
 from clapcap.tracking.promotion import register_on_evidence
-from clapcap.utils.io import write_json
+from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
 EXPERIMENT = "clapcap-captioning"
@@ -172,17 +172,27 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
         example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
+    training = _training_run(best)
     with tracking.tracked("captioning-register", experiment="clapcap-captioning",
                           name=tracking.run_name("captioning", "register", best["name"]),
-                          params={"candidate": best["name"], "metric": metric}, dataset_dir=params.dataset_dir,
-                          dump=dump):
+                          params={"candidate": best["name"], "metric": metric,
+                                  **({"training_run_id": training} if training else {})},
+                          dataset_dir=params.dataset_dir, dump=dump):
         tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
         uri = tracking.log_loader_pyfunc_model(
             "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
+        # The model's page: its scores linked to it and to the dataset, and the captions behind them.
+        tracking.log_model_metrics(uri, {**tracking.metric_keys(best["val"]["corpus"], scope="val"),
+                                         **tracking.metric_keys(best["test"]["corpus"], scope="test")},
+                                   dataset_dir=params.dataset_dir)
+        preds = read_json(best["test_predictions"])
+        tracking.log_table({"clip_id": list(preds), "caption": list(preds.values())}, "test_predictions.json")
         scores = caption_item_scores(best["test_predictions"], params.dataset_dir, metric)
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         decision = register_on_evidence(
             uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
+            tags={"clapcap.candidate": best["name"], f"test/{metric}": f"{best['test']['corpus'][metric]:.4f}",
+                  **({"clapcap.training_run_id": training} if training else {})},
             compare=compare_with_champion, description=(
                 f"ClipCap-style captioner: a frozen audio encoder, an MLP prefix and a language model, the "
                 f"configuration with the best validation `{metric}` of the captioning study (DVC stage "
@@ -205,6 +215,20 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
     logger.info("best candidate %s (%s %.4f) registered as %s v%d @%s (%s)", best["name"], metric,
                 result["value"], params.registered_model, decision["version"], decision["alias"], decision["reason"])
     return result
+
+
+def _training_run(best: dict[str, Any]) -> str | None:
+    """The id of the run that trained the champion's weights (tagged ``clapcap.config`` by
+    :meth:`MLflowTracker.run`): the candidate's own run, or for a decoding record the run whose
+    checkpoint it decodes (``runs/<config>/stage<s>/best``); the newest when a rebuild made
+    several; None when the study ran untracked."""
+    parts = Path(str(best["checkpoint"])).parts
+    configs = [*([parts[parts.index("runs") + 1]] if "runs" in parts[:-1] else []), best["name"]]
+    for config in configs:
+        runs = tracking.search_runs(EXPERIMENT, f"tags.`clapcap.config` = '{config}'")
+        if not runs.empty:
+            return str(runs.sort_values("start_time", ascending=False)["run_id"].iloc[0])
+    return None
 
 
 def load_champion(name: str = "clapcap-captioner", alias: str = "champion") -> Any:
