@@ -5,7 +5,7 @@ import sys
 from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.tracked.captioning import register_champion
+from clapcap.tracked.captioning_register import register_champion
 
 
 def main() -> int:

@@ -21,7 +21,7 @@ def test_caption_on_a_fresh_clone_says_how_to_build_a_captioner(tmp_path, monkey
 def test_loading_an_alias_no_version_holds_says_how_to_promote(mlflow_uri, capsys):
     import mlflow
 
-    from clapcap.tracked.captioning import load_champion
+    from clapcap.tracked.captioning_register import load_champion
     from clapcap.tracking import RegistryError
 
     class Echo(mlflow.pyfunc.PythonModel):

@@ -166,7 +166,7 @@ def test_summary_tables(study):
 
 def test_champion_is_registered_and_serves_captions(study, mlflow_uri):
     from clapcap.captioning.experiments.registry import candidates, select_champion
-    from clapcap.tracked.captioning import load_champion, register_champion
+    from clapcap.tracked.captioning_register import load_champion, register_champion
 
     params = study[0]
     found = candidates(params.out_dir)

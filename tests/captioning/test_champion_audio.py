@@ -50,7 +50,7 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
     from clapcap.captioning.model import load_captioner
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
-    from clapcap.tracked.captioning import load_champion, register_champion
+    from clapcap.tracked.captioning_register import load_champion, register_champion
 
     params, clap_dir = audio_study
     result = register_champion(params)
@@ -98,7 +98,7 @@ def test_cli_captions_audio_with_the_registered_champion(audio_study, mlflow_uri
     from clapcap.cli import main
     from clapcap.data.manifest import resolve_audio_path
     from clapcap.data.prepare import load_dataset
-    from clapcap.tracked.captioning import load_champion, register_champion
+    from clapcap.tracked.captioning_register import load_champion, register_champion
     from clapcap.utils.io import read_json
 
     params, _ = audio_study

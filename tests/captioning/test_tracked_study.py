@@ -88,7 +88,7 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     assert "mlflow.parentRunId" not in runs["captioning/gpt2/decoding_greedy/seed0"].data.tags
     assert check_store(fresh_store) == []
     # The registered champion links back to the run that trained its weights.
-    from clapcap.tracked.captioning import register_champion
+    from clapcap.tracked.captioning_register import register_champion
 
     champion = register_champion(params)
     version = mlflow.MlflowClient().get_model_version("clapcap-captioner", str(champion["version"]))

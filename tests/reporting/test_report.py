@@ -154,3 +154,29 @@ def test_figures_logged_to_mlflow(tmp_path, mlflow_uri):
     tables = {a.path for a in mlflow.MlflowClient().list_artifacts(runs.iloc[0]["run_id"], "tables")}
     assert "tables/reference_comparison.tex" in tables
     shutil.rmtree(out)
+
+
+def test_the_committed_report_states_each_comparison_once():
+    """The built report (reports/final) against reports/conclusions.json: every ablation row that
+    names a finding shows that finding's effect, interval and verdict, as the findings table
+    does; no table carries a second definition of a row's difference (the old seed-0 delta and
+    2-sigma 'beyond' column contradicted the findings: ngram2, prefix_length4)."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    findings = {f["id"]: f for f in json.loads((root / "reports/conclusions.json").read_text())["findings"]}
+    report = (root / "reports/final/report.md").read_text()
+    checked = 0
+    for name in ("arch_ablation", "decoding_ablation", "encoder_ablation"):
+        path = root / "reports/final/tables" / f"{name}.md"
+        if not path.is_file():
+            continue
+        table = path.read_text()
+        assert "beyond" not in table
+        for fid, effect, verdict in re.findall(r"\| (captioning\.[^ |]+) \| ([^|]+) \| ([a-z ]+) \|", table):
+            f = findings[fid]
+            shown = f"{f['effect']:+.3f} [{f['ci']['low']:+.3f}, {f['ci']['high']:+.3f}]"
+            assert effect.strip() == shown and verdict.strip() == f["verdict"], fid
+            assert f"| {shown} |" in report  # the findings table states the same numbers
+            checked += 1
+    assert checked >= 3

@@ -124,7 +124,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    from clapcap.tracked.captioning import register_champion
+    from clapcap.tracked.captioning_register import register_champion
 
     result = register_champion(_params(args))
     logger.info("champion %s -> %s@%s v%d", result["name"], result["registered_model"], result["alias"],

@@ -85,7 +85,7 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
         "champion": {...} | None}``.
     """
     from clapcap.reporting.captioning_tables import write_summary
-    from clapcap.tracked.captioning import register_champion
+    from clapcap.tracked.captioning_register import register_champion
 
     compute = compute or load_compute()
     opts = {"retries": retries, "retry_delay_seconds": 5}

@@ -187,7 +187,7 @@ def _finish_sweep(params: CaptioningParams, register_best: bool, compute: Comput
         study.noise_floor(params, lm, compute=compute, tracker=study_tracker(params))
     summary = write_summary(params.out_dir, decoding_seed=params.noise_seeds[0])
     if register_best:
-        from clapcap.tracked.captioning import register_champion
+        from clapcap.tracked.captioning_register import register_champion
 
         register_champion(params)
     return str(summary["md"])

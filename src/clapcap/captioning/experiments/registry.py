@@ -1,4 +1,4 @@
-"""Champion selection of the captioner: what :func:`clapcap.tracked.captioning.register_champion`
+"""Champion selection of the captioner: what :func:`clapcap.tracked.captioning_register.register_champion`
 registers.
 
 :func:`select_champion` picks, among every finished run and decoding configuration of
