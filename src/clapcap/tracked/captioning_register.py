@@ -73,8 +73,9 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         uri = tracking.log_loader_pyfunc_model(
             "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
         # The model's page: its scores linked to it and to the dataset, and the captions behind them.
+        test = (best.get("test") or {}).get("corpus", {})
         tracking.log_model_metrics(uri, {**tracking.metric_keys(best["val"]["corpus"], scope="val"),
-                                         **tracking.metric_keys(best["test"]["corpus"], scope="test")},
+                                         **tracking.metric_keys(test, scope="test")},
                                    dataset_dir=params.dataset_dir)
         preds = read_json(best["test_predictions"])
         tracking.log_table({"clip_id": list(preds), "caption": list(preds.values())}, "test_predictions.json")
@@ -82,7 +83,8 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         decision = register_on_evidence(
             uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-            tags={"clapcap.candidate": best["name"], f"test/{metric}": f"{best['test']['corpus'][metric]:.4f}",
+            tags={"clapcap.candidate": best["name"],
+                  **({f"test/{metric}": f"{test[metric]:.4f}"} if metric in test else {}),
                   **({"clapcap.training_run_id": training} if training else {})},
             compare=compare_with_champion, description=(
                 f"ClipCap-style captioner: a frozen audio encoder, an MLP prefix and a language model, the "
