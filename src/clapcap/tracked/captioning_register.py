@@ -63,12 +63,13 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
         example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
-    training = _training_run(best)
     with tracking.tracked("captioning-register", experiment="clapcap-captioning",
                           name=tracking.run_name("captioning", "register", best["name"]),
-                          params={"candidate": best["name"], "metric": metric,
-                                  **({"training_run_id": training} if training else {})},
+                          params={"candidate": best["name"], "metric": metric},
                           dataset_dir=params.dataset_dir, dump=dump):
+        training = _training_run(best)  # inside the run: the store is the one it opened
+        if training:
+            tracking.log_params({"training_run_id": training})
         tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
         uri = tracking.log_loader_pyfunc_model(
             "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
