@@ -63,18 +63,20 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         logger.warning("%s records no audio encoder: the champion takes embeddings, not audio", dump)
         in_dim = load_captioner(best["checkpoint"]).cfg.in_dim
         example = np.random.default_rng(0).standard_normal((2, in_dim)).astype(np.float32)
-    training = _training_run(best)
     with tracking.tracked("captioning-register", experiment="clapcap-captioning",
                           name=tracking.run_name("captioning", "register", best["name"]),
-                          params={"candidate": best["name"], "metric": metric,
-                                  **({"training_run_id": training} if training else {})},
+                          params={"candidate": best["name"], "metric": metric},
                           dataset_dir=params.dataset_dir, dump=dump):
+        training = _training_run(best)  # inside the run: the store is the one it opened
+        if training:
+            tracking.log_params({"training_run_id": training})
         tracking.log_metrics({metric: best["val"]["corpus"][metric]}, scope="val")
         uri = tracking.log_loader_pyfunc_model(
             "captioner", "clapcap.captioning.serving:load_for_pyfunc", artifacts=artifacts, input_example=example)
         # The model's page: its scores linked to it and to the dataset, and the captions behind them.
+        test = (best.get("test") or {}).get("corpus", {})
         tracking.log_model_metrics(uri, {**tracking.metric_keys(best["val"]["corpus"], scope="val"),
-                                         **tracking.metric_keys(best["test"]["corpus"], scope="test")},
+                                         **tracking.metric_keys(test, scope="test")},
                                    dataset_dir=params.dataset_dir)
         preds = read_json(best["test_predictions"])
         tracking.log_table({"clip_id": list(preds), "caption": list(preds.values())}, "test_predictions.json")
@@ -82,7 +84,8 @@ def register_champion(params: CaptioningParams) -> dict[str, Any]:
         tracking.log_dict(scores, ITEM_SCORES_FILE)
         decision = register_on_evidence(
             uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
-            tags={"clapcap.candidate": best["name"], f"test/{metric}": f"{best['test']['corpus'][metric]:.4f}",
+            tags={"clapcap.candidate": best["name"],
+                  **({f"test/{metric}": f"{test[metric]:.4f}"} if metric in test else {}),
                   **({"clapcap.training_run_id": training} if training else {})},
             compare=compare_with_champion, description=(
                 f"ClipCap-style captioner: a frozen audio encoder, an MLP prefix and a language model, the "

@@ -51,14 +51,14 @@ def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
             continue
         found.append({"name": path.stem, "checkpoint": rec["checkpoint"], "decoding": rec["decoding"],
                       "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"],
-                      "test": rec["test"], "test_predictions": str(out / "runs" / path.stem / "test_predictions.json")})
+                      "test": rec.get("test"), "test_predictions": str(out / "runs" / path.stem / "test_predictions.json")})
     for path in sorted(out.glob("decoding/*/seed*/[!.]*.json")):
         if path.name.endswith(".predictions.json"):
             continue
         rec = read_json(path)
         found.append({"name": f"{rec['lm']}_decoding_{rec['name']}_seed{rec['seed']}", "checkpoint": rec["checkpoint"],
                       "decoding": rec["decoding"], "dump": None, "embedding_key": None, "val": rec["val"],
-                      "test": rec["test"], "test_predictions": str(path.with_suffix(".predictions.json"))})
+                      "test": rec.get("test"), "test_predictions": str(path.with_suffix(".predictions.json"))})
     return found
 
 
