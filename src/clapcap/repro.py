@@ -463,7 +463,7 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
         say(f"dvc.lock: {len(stale)} entries of stages no longer in dvc.yaml removed")
     hint = read_times(Path(root) / times_path) if times_path else {}
     # Always-changed stages run first, alone; one that reads another stage's output (resolve_checkpoints)
-    # does so only when that stage is up to date, else (a fresh clone) in its place in the work.
+    # does so only when that stage is up to date, else (deferred: a fresh clone) in its place in the work.
     early = {n for n in graph.always_changed if graph.upstream[n] <= graph.always_changed}
     first = run_parallel(graph, early, jobs=1, root=root, dvc=dvc, log_dir=log_dir,
                          seconds_hint=hint, say=say, env=STAGE_ENV)
@@ -480,7 +480,7 @@ def repro(root: str | Path = ".", *, jobs: int = 2, dvc: Sequence[str] | None = 
         if not more.ok:
             return more
         changed = changed_stages(root, dvc) - graph.always_changed
-    work = graph.downstream_closure(changed | (late - now)) - (graph.always_changed - (late - now))
+    work = graph.downstream_closure(changed | (deferred := late - now)) - (graph.always_changed - deferred)
     say(f"{len(work)} of {len(graph.order)} stages to bring up to date, {jobs} at a time")
     with _meteor_server(bool(work), say) as env:
         result = run_parallel(graph, work, jobs=jobs, root=root, dvc=dvc, log_dir=log_dir, seconds_hint=hint,

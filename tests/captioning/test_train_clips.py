@@ -8,7 +8,7 @@ import pytest
 import torch
 from caption_fixtures import make_dump, tiny_train
 
-from clapcap.captioning.config import CaptionerConfig, TrainConfig
+from clapcap.captioning.config import CaptionerConfig, StageConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit
 from clapcap.captioning.experiments import train as train_mod
 
@@ -49,7 +49,7 @@ def test_runs_with_one_train_clips_train_on_the_same_clips_whatever_their_seed(t
     results = {}
     for seed in (0, 1):
         cfg = tiny_train(seed=seed, stages=[1], lm_pretrain_epochs=0, train_clips=10,
-                         stage1=tiny_train().stage1.__class__(epochs=1, lr_projection=3e-3))
+                         stage1=StageConfig(epochs=1, lr_projection=3e-3))
         results[seed] = train_mod.train_captioner(model, cfg, dump=dump, dataset_dir=tiny_corpus,
                                                   out_dir=tmp_path / f"run{seed}", progress=False)
     assert len(seen[0]) == 10 and seen[0] == seen[1]
