@@ -113,7 +113,9 @@ vega-assets: | $(STAMP)
 # JOBS=1 is plain `dvc repro`). STUDY=full first writes studies/full.yaml's grid into params.yaml.
 JOBS ?= 2
 STUDY ?=
-repro: setup engine assets
+# The engine's compile (CPU) and the assets' downloads (network, disk) run side by side.
+repro: setup
+	@$(MAKE) --no-print-directory -j2 engine assets
 	@test -d .dvc || $(VENV)/bin/dvc init -q
 	$(VENV)/bin/clapcap pipeline repro --jobs $(JOBS) $(if $(STUDY),--study $(STUDY))
 	$(VENV)/bin/dvc push -q || echo "dvc push to the default remote failed; results are still in .dvc/cache"

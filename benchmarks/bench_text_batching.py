@@ -1,7 +1,7 @@
-"""Text embedding with the MiniLM default CLAP: the hf_clap backend (texts batched by length,
+"""Text embedding with the MiniLM synthetic CLAP: the hf_clap backend (texts batched by length,
 tower outputs memoised) against plain batches in input order, one run, 1 thread.
 
-  python benchmarks/bench_text_batching.py [--model models/default_clap/model] [--n 640]
+  python benchmarks/bench_text_batching.py [--model models/synth_clap/model] [--n 640]
 
 Prints both times, their ratio, and the largest difference between the two embeddings.
 """
@@ -17,7 +17,7 @@ import torch
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="models/default_clap/model")
+    parser.add_argument("--model", default="models/synth_clap/model")
     parser.add_argument("--dataset", default="data/corpus")
     parser.add_argument("--n", type=int, default=640)
     args = parser.parse_args()

@@ -46,7 +46,7 @@ def htsat_unfused_config(tiny: bool = False) -> Any:
     from transformers import ClapAudioConfig, ClapConfig, ClapTextConfig
 
     if tiny:
-        # The tiny default CLAP's audio tower (docs: hidden = 16 * 2**3; last grid 128/4/8 >= window 4).
+        # The tiny synthetic CLAP's audio tower (docs: hidden = 16 * 2**3; last grid 128/4/8 >= window 4).
         audio = ClapAudioConfig(spec_size=128, num_mel_bins=64, patch_size=4, patch_stride=[4, 4], window_size=4,
                                 depths=[1, 1, 1, 1], num_attention_heads=[1, 2, 4, 4], patch_embeds_hidden_size=16,
                                 hidden_size=128, projection_dim=16, enable_fusion=False)

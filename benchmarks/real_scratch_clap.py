@@ -33,7 +33,7 @@ def main() -> int:
     from clapcap.encoders.embed import embed_dataset
     from clapcap.retrieval.bootstrap import bootstrap_ci
     from clapcap.retrieval.metrics import aggregate, per_query_dump
-    from clapcap.tracked.clap import run_default_clap
+    from clapcap.tracked.clap import run_synth_clap
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model-dir", default="/tmp/scratch_real", help="where the from-scratch CLAP is trained")
@@ -44,7 +44,7 @@ def main() -> int:
     params = dataclasses.replace(params, dataset_dir="data/real_corpus", out_dir=args.model_dir, track=False)
     if not args.skip_train:
         t0 = time.perf_counter()
-        run_default_clap(params)
+        run_synth_clap(params)
         print(f"trained in {time.perf_counter() - t0:.0f} s")
     tower = json.loads(Path(args.tower_metrics).read_text())
     out = {}

@@ -1,5 +1,5 @@
 """DVC stage `evaluate_clap_variant@<variant>`: test-split retrieval of one trained variant of the
-default CLAP, with bootstrap CIs, and its paired difference from the default CLAP (params.yaml
+synthetic CLAP, with bootstrap CIs, and its paired difference from the synthetic CLAP (params.yaml
 `clap_variants`).
 
   python pipelines/evaluate_clap_variant.py scratch

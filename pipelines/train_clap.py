@@ -1,4 +1,4 @@
-"""DVC stage `train_clap`: train the default CLAP (params.yaml `train_clap`: the MiniLM text tower)."""
+"""DVC stage `train_clap`: train the synthetic CLAP (params.yaml `train_clap`: the MiniLM text tower)."""
 
 import sys
 
@@ -6,11 +6,11 @@ from clapcap.clap.config import TrainClapParams
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.tracked.clap import run_default_clap
+from clapcap.tracked.clap import run_synth_clap
 
 
 def main() -> int:
-    run_default_clap(load_section(TrainClapParams, "train_clap"), compute=load_compute())
+    run_synth_clap(load_section(TrainClapParams, "train_clap"), compute=load_compute())
     return 0
 
 

@@ -1,4 +1,4 @@
-"""DVC stage `train_clap_variant@<variant>`: train one variant of the default CLAP (params.yaml
+"""DVC stage `train_clap_variant@<variant>`: train one variant of the synthetic CLAP (params.yaml
 `clap_variants.variants`: overrides of `train_clap`).
 
   python pipelines/train_clap_variant.py scratch
@@ -12,7 +12,7 @@ from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
 from clapcap.experiments.clap_variants import ClapVariantStudy
-from clapcap.tracked.clap import run_default_clap
+from clapcap.tracked.clap import run_synth_clap
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +22,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     study = load_section(ClapVariantStudy, "clap_variants")
     params = study.params_for(load_section(TrainClapParams, "train_clap"), args.variant)
-    run_default_clap(params, variant=args.variant, compute=load_compute())
+    run_synth_clap(params, variant=args.variant, compute=load_compute())
     return 0
 
 

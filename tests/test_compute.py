@@ -104,7 +104,7 @@ def test_repository_params_have_the_default_section(no_cuda):
 # Every DVC stage that trains, embeds or generates, with the smallest params.yaml it loads.
 STAGES = [
     ("train_clap.py", [], "train_clap: {}\n"),
-    ("embed.py", ["default_clap", "corpus"], "embed: {}\n"),
+    ("embed.py", ["synth_clap", "corpus"], "embed: {}\n"),
     ("checkpoint_identity.py", [], "checkpoint_identity: {}\n"),
     ("robust_train.py", [], "robust_train: {}\n"),
     ("robust_train.py", ["--section", "robust_control"], "robust_control: {}\n"),

@@ -82,7 +82,7 @@ def _run_stage(script, section, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("script,section,target,error", [
-    ("train_clap.py", "train_clap: {}\n", "clapcap.tracked.clap.run_default_clap",
+    ("train_clap.py", "train_clap: {}\n", "clapcap.tracked.clap.run_synth_clap",
      TrainingCollapsed("val R@10 0.08 <= 3 x chance 0.03: training collapsed")),
     ("robust_paraphrase.py", "robust_paraphrase: {}\n", "clapcap.tracked.paraphrase.run_paraphrase",
      LLMError("http://127.0.0.1:9/v1: connection refused after 3 attempts")),

@@ -1,15 +1,15 @@
 """Choose the pipeline's CLAP in one place: ``clapcap pipeline use-clap CHECKPOINT [--revision R]``.
 
 "The CLAP" of a build is named by several ``params.yaml`` keys, one per section that reads it
-(:data:`CLAP_KEYS`): the ``default_clap`` encoder, whose dumps retrieval, the parity gate, the
+(:data:`CLAP_KEYS`): the ``synth_clap`` encoder, whose dumps retrieval, the parity gate, the
 captioning study, the reference captioners and the real benchmark read; RobustCLAP's base (its
 frozen text store, its fine-tune, its control) and the benchmark's ``CLAP`` row; and the base
 model the RobustCLAP model cards name. :func:`use_clap` writes all of them at once, round-trip
-(comments and layout kept), so they never disagree; ``use-clap models/default_clap/model``
+(comments and layout kept), so they never disagree; ``use-clap models/synth_clap/model``
 restores the project's own CLAP byte for byte.
 
 DVC then follows the checkpoint by content: ``resolve_checkpoints`` records the hub commit (or
-the weights' SHA-256) in ``models/checkpoint_records/default_clap.json``, on which the ``embed``
+the weights' SHA-256) in ``models/checkpoint_records/synth_clap.json``, on which the ``embed``
 item and every RobustCLAP stage depend.
 """
 
@@ -21,11 +21,11 @@ from clapcap.encoders.checkpoints import LAION_SUFFIXES, looks_like_path
 from clapcap.errors import InputError
 from clapcap.repro import write_params
 
-DEFAULT = "models/default_clap/model"
-# The model cards name the default CLAP by its folder, not its model/ subfolder.
-DEFAULT_CARD_BASE = "models/default_clap"
+DEFAULT = "models/synth_clap/model"
+# The model cards name the synthetic CLAP by its folder, not its model/ subfolder.
+DEFAULT_CARD_BASE = "models/synth_clap"
 CLAP_KEYS = (
-    "embed.encoders.default_clap.checkpoint",
+    "embed.encoders.synth_clap.checkpoint",
     "robust_text_store.base_model",
     "robust_train.base_model",
     "robust_control.base_model",
@@ -34,7 +34,7 @@ CLAP_KEYS = (
     "model_cards.models.robust_control.base_model",
 )
 REVISION_KEYS = (
-    "embed.encoders.default_clap.revision",
+    "embed.encoders.synth_clap.revision",
     "robust_text_store.base_revision",
     "robust_train.base_revision",
     "robust_control.base_revision",

@@ -215,6 +215,7 @@ def test_per_lm_seeds_stages_and_lr_search():
     assert _params().lr_search_lms == ["gpt2", "t5", "smol"]  # default: every LM
     with pytest.raises(ValueError, match="lm_seeds.bert"):
         _params(lm_seeds={"bert": [0]})
+    assert _params(lm_seeds={"bert": []}).seeds_for("gpt2") == [0, 1, 2]  # an LM left out keeps []
     with pytest.raises(ValueError, match="no repeats"):
         _params(lm_seeds={"smol": [0, 0]})
     with pytest.raises(ValueError, match="lr_search_lms"):

@@ -55,6 +55,6 @@ def test_sigkill_of_tracked_training_then_rerun_leaves_one_finished_run(
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name("clapcap-retrieval")
     runs = client.search_runs([exp.experiment_id])
-    assert [(r.info.run_name.split("/")[1], r.info.status) for r in runs] == [("default_clap", "FINISHED")]
+    assert [(r.info.run_name.split("/")[1], r.info.status) for r in runs] == [("synth_clap", "FINISHED")]
     history = client.get_metric_history(runs[0].info.run_id, "train/loss")
     assert sorted(m.step for m in history) == [1, 2, 3, 4]  # epochs 1-2 before the kill, 3-4 after

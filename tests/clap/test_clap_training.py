@@ -154,11 +154,11 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri, monke
 
     monkeypatch.setenv("DVC_STAGE", "train_clap")  # the pipeline's stage: it may move @champion
 
-    params = _params(tmp_path, tiny_corpus, epochs=1, track=True, registered_model="test-default-clap")
+    params = _params(tmp_path, tiny_corpus, epochs=1, track=True, registered_model="test-synth-clap")
     res = run_train_clap(params, progress=False)
-    version = tracking.get_model_version_by_alias("test-default-clap", "champion")
+    version = tracking.get_model_version_by_alias("test-synth-clap", "champion")
     assert int(version.version) == 1
-    model = tracking.load_pyfunc_model("models:/test-default-clap@champion")
+    model = tracking.load_pyfunc_model("models:/test-synth-clap@champion")
     emb = np.asarray(model.predict(["a dog barks", "rain"]))
     assert emb.shape == (2, 64)
     runs = tracking.search_runs("clapcap-retrieval")
@@ -166,7 +166,7 @@ def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri, monke
     # The version carries its per-query test scores, for `clapcap registry compare`.
     from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, check_item_scores
 
-    scores = tracking.version_artifact_json("test-default-clap", 1, ITEM_SCORES_FILE)
+    scores = tracking.version_artifact_json("test-synth-clap", 1, ITEM_SCORES_FILE)
     check_item_scores(scores, ITEM_SCORES_FILE)
     assert scores["split"] == "test" and scores["primary"] == "t2a/r@10"
     assert len(scores["items"]["t2a"]) == len(scores["scores"]["t2a"]["r@10"]) > 0

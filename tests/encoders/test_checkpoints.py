@@ -105,10 +105,10 @@ def test_pt_file_given_to_hf_clap_points_at_laion_backend(tmp_path):
 
 
 def test_mistyped_folder_is_not_taken_for_a_hub_id(tmp_path, monkeypatch):
-    (tmp_path / "models" / "default_clap").mkdir(parents=True)
+    (tmp_path / "models" / "synth_clap").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match=r"models/default_clapp: no such folder \(models/ holds: default_clap\)"):
-        resolve_hf_checkpoint("models/default_clapp")
+    with pytest.raises(InputError, match=r"models/synth_clapp: no such folder \(models/ holds: synth_clap\)"):
+        resolve_hf_checkpoint("models/synth_clapp")
 
 
 def _laion_sd(fused: bool, position_ids: bool = True) -> dict:

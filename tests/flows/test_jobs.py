@@ -17,16 +17,16 @@ def test_resolve_paths_anchors_relative_paths_at_the_root(tmp_path):
     raw = {"out_dir": "results/x", "dump": "", "dumps": ["data/a.npz", "/abs/b.npz"],
            "datasets": {"corpus": "data/corpus"}, "cache_path": "s3://bucket/c.jsonl", "ks": [1, 5],
            "encoders": {"hub": {"checkpoint": "laion/clap-htsat-unfused"},
-                        "local": {"checkpoint": "models/default_clap/model"}},
-           "models": {"CLAP": "models/default_clap/model", "gpt2": {"decoder": "gpt2", "pretrained_dir": ""}}}
+                        "local": {"checkpoint": "models/synth_clap/model"}},
+           "models": {"CLAP": "models/synth_clap/model", "gpt2": {"decoder": "gpt2", "pretrained_dir": ""}}}
     out = resolve_paths(raw, tmp_path)
     assert out["out_dir"] == str(tmp_path / "results/x") and out["dump"] == ""
     assert out["dumps"] == [str(tmp_path / "data/a.npz"), "/abs/b.npz"]
     assert out["datasets"] == {"corpus": str(tmp_path / "data/corpus")}
     assert out["cache_path"] == "s3://bucket/c.jsonl" and out["ks"] == [1, 5]
     assert out["encoders"]["hub"]["checkpoint"] == "laion/clap-htsat-unfused"  # a Hub id, kept
-    assert out["encoders"]["local"]["checkpoint"] == str(tmp_path / "models/default_clap/model")
-    assert out["models"]["CLAP"] == str(tmp_path / "models/default_clap/model")
+    assert out["encoders"]["local"]["checkpoint"] == str(tmp_path / "models/synth_clap/model")
+    assert out["models"]["CLAP"] == str(tmp_path / "models/synth_clap/model")
     assert out["models"]["gpt2"] == {"decoder": "gpt2", "pretrained_dir": ""}
 
 

@@ -83,7 +83,7 @@ def test_dvc_repro_runs_through_on_a_real_clotho_set(tmp_path):
     info = json.loads((project / "data/corpus/dataset.json").read_text())
     assert info["source"] == "clotho" and info["split_counts"] == {"train": 20, "val": 5, "test": 5}
     # What applies ran on the real clips ...
-    metrics = json.loads((project / "metrics/retrieval/default_clap__corpus__test.json").read_text())
+    metrics = json.loads((project / "metrics/retrieval/synth_clap__corpus__test.json").read_text())
     assert metrics["n_clips"] == 5 and metrics["n_captions"] == 25
     assert (project / "reports/final").is_dir() and any((project / "reports/final").iterdir())
     conclusions = json.loads((project / "reports/conclusions.json").read_text())

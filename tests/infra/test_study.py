@@ -65,6 +65,7 @@ def test_both_studies_load_as_typed_params(project):
         rows = {real.train[lm].train_clips for lm in ("gpt2", "smollm2")}
         if study == "full":
             assert rows == {0} and cap.lm_seeds == {"smollm2": [0, 1, 2]}  # every training clip
+            assert cap.lms == ["gpt2", "t5", "smollm2"]
             assert llm.max_clips is None and llm.captions_per_clip is None  # every caption: the LLM views in full
             assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
             assert len(encoder_specs(cap)) == 9
@@ -73,7 +74,8 @@ def test_both_studies_load_as_typed_params(project):
             assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
             assert variants.variants == {}
             assert llm.max_clips == {"train": 32, "test": 4} and llm.captions_per_clip == {"train": 1}
-            assert rows == {2000} and cap.lm_seeds == {"smollm2": [0, 1]}  # one subset for both LMs
+            assert rows == {2000} and cap.lm_seeds == {"smollm2": []}  # one subset for both LMs
+            assert cap.lms == ["gpt2", "t5"]  # SmolLM2 captions the real corpus only
             assert cap.encoder_seeds == [] and not encoder_specs(cap)
 
 
@@ -98,7 +100,9 @@ def test_the_full_study_adds_dvc_stages(project):
     assert len(lr_checks) == len(arch)  # every architecture row gets its own LR search
     assert stages() - reduced == {"train_clap_variant@frozen", "evaluate_clap_variant@frozen",
                                   "train_clap_variant@scratch", "evaluate_clap_variant@scratch",
-                                  "embed@frames_w2v-corpus", "caption_smollm2@2", *encoder_rows, *arch,
+                                  "embed@frames_w2v-corpus", "caption_smollm2@0", "caption_smollm2@1",
+                                  "caption_smollm2@2", "caption_noise_floor@smollm2",
+                                  "robust_paraphrase_llm@llm", "robust_view_source@llm", *encoder_rows, *arch,
                                   *lr_checks}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"

@@ -40,7 +40,7 @@ def _values(data, prefix=""):
 def test_one_command_points_every_clap_key_at_the_checkpoint(project):
     use_clap(project, HUB, revision="8fa0f1c")
     params = project / "params.yaml"
-    embed = load_section(EmbedParams, "embed", params).encoders["default_clap"]
+    embed = load_section(EmbedParams, "embed", params).encoders["synth_clap"]
     assert (embed.checkpoint, embed.revision) == (HUB, "8fa0f1c")
     for section in ("robust_train", "robust_control"):
         p = load_section(RobustTrainParams, section, params)
@@ -53,9 +53,9 @@ def test_one_command_points_every_clap_key_at_the_checkpoint(project):
     assert cards.models["robust_clap"].base_model == HUB and cards.models["robust_control"].base_model == HUB
     # No key still names the project's own CLAP as what it reads (a section added later must join
     # CLAP_KEYS); the ones that write or describe it stay.
-    left = [k for k, v in _values(yaml.safe_load(params.read_text())) if v in (DEFAULT, "models/default_clap")
-            and k not in ("train_clap.out_dir", "model_cards.models.default_clap.base_model")
-            and not k.startswith("model_cards.models.default_clap")]
+    left = [k for k, v in _values(yaml.safe_load(params.read_text())) if v in (DEFAULT, "models/synth_clap")
+            and k not in ("train_clap.out_dir", "model_cards.models.synth_clap.base_model")
+            and not k.startswith("model_cards.models.synth_clap")]
     assert left == []
 
 

@@ -99,7 +99,7 @@ def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
     from clapcap.experiments.clap_variants import ClapVariantStudy, evaluate_variant
-    from clapcap.tracked.clap import run_default_clap
+    from clapcap.tracked.clap import run_synth_clap
 
     base = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
                            warmup_steps=1, collapse_alpha=0.0, track=False, text_tower="minilm",
@@ -120,7 +120,7 @@ def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     assert scratch.registered_model == "clapcap-clap-scratch"
     params = study.params_for(base, "frozen")
     assert params.out_dir == str(tmp_path / "models" / "clap_frozen") and params.text_trainable_layers == 0
-    res = run_default_clap(params, progress=False)
+    res = run_synth_clap(params, progress=False)
     sidecar = json.loads((Path(res.model_dir) / "clapcap_encoder.json").read_text())
     assert sidecar["text_trainable_layers"] == 0  # trained by the MiniLM loop
     out = evaluate_variant(study, base, "frozen", progress=False)

@@ -76,7 +76,7 @@ def test_music_rows_are_the_encoder_ablation_of_the_reduced_study(tmp_path):
     cap = tmp_path / "cap"
     for seed, c in enumerate((0.9, 1.0)):
         _write(cap / "results" / f"gpt2_seed{seed}.json", {"test": _scores(c)})
-        _write(cap / "results" / f"music_default_clap_gpt2_s1_seed{seed}.json", {"test": _scores(0.5 + seed / 10)})
+        _write(cap / "results" / f"music_synth_clap_gpt2_s1_seed{seed}.json", {"test": _scores(0.5 + seed / 10)})
         _write(cap / "results" / f"music_whisper_tiny_en_gpt2_s1_seed{seed}.json", {"test": _scores(0.4)})
     _write(cap / "results" / "music_crepe_tiny_gpt2_s1_seed0.json",  # a skip marker (clapcap.utils.skip)
            {"skipped": True, "stage": "caption_encoder_music@0", "reason": "no music clips"})
@@ -85,7 +85,7 @@ def test_music_rows_are_the_encoder_ablation_of_the_reduced_study(tmp_path):
     assert summary["sections"]["encoder_ablation"]["status"] == "ok"
     rows = json.loads((tmp_path / "inputs" / "encoder_ablation.json").read_text())["rows"]
     assert [(r["name"], r["group"], r["baseline"], len(r["seeds"])) for r in rows] == [
-        ("default_clap (music)", "gpt2, music clips", True, 2), ("whisper_tiny_en (music)", "gpt2, music clips", False, 2)]
+        ("synth_clap (music)", "gpt2, music clips", True, 2), ("whisper_tiny_en (music)", "gpt2, music clips", False, 2)]
     section = (tmp_path / "report" / "report.md").read_text().split("## Audio-encoder ablation")[1].split("##")[0]
     assert "Not run" not in section and "| whisper_tiny_en (music) | gpt2, music clips |" in section
     # No finding is stated for the row here (no conclusions file), so no delta of another definition.

@@ -23,7 +23,7 @@ def _build(tmp: Path) -> CurvesParams:
             {"epoch": 3, "loss": 2.0}, {"epoch": 4, "loss": 1.5, "t2a_r@10": 0.6, "chance@10": 0.1}]
     views = {"view1_t2a_r@10": 0.3, "view2_t2a_r@10": 0.2}
     robust = [{**r, **views} if "t2a_r@10" in r else r for r in hist]
-    write_json(tmp / "models" / "default_clap" / "train_result.json", {"history": hist})
+    write_json(tmp / "models" / "synth_clap" / "train_result.json", {"history": hist})
     for name in ("robust_clap", "robust_control"):
         write_json(tmp / "models" / name / "train_result.json", {"history": robust})
     cap = tmp / "results" / "captioning"
@@ -40,7 +40,7 @@ def _build(tmp: Path) -> CurvesParams:
     write_json(tmp / "reports" / "conclusions.json", {"findings": [
         {**finding, "id": "captioning.arch.gpt2.prefix_length4"},
         {**finding, "id": "robust.view2", "metric": "t2a/r@10"}]})
-    return CurvesParams(models_dir=str(tmp / "models"), clap_models=["default_clap", "robust_clap", "robust_control"],
+    return CurvesParams(models_dir=str(tmp / "models"), clap_models=["synth_clap", "robust_clap", "robust_control"],
                         captioning_dir=str(cap), caption_runs=["gpt2_seed0", "t5_seed0", "smollm2_seed0"],
                         lr_searches=["gpt2", "t5"], lr_checks=["gpt2_prefix_length4", "gpt2_projection_depth1"],
                         conclusions=str(tmp / "reports" / "conclusions.json"),
@@ -54,8 +54,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def test_clap_history_splits_into_uniform_loss_and_validation_tables(tmp_path):
     write_curves(_build(tmp_path))
-    loss = _rows(tmp_path / "plots" / "clap_default_clap_loss.csv")
-    val = _rows(tmp_path / "plots" / "clap_default_clap_val.csv")
+    loss = _rows(tmp_path / "plots" / "clap_synth_clap_loss.csv")
+    val = _rows(tmp_path / "plots" / "clap_synth_clap_val.csv")
     assert [r["epoch"] for r in loss] == ["1", "2", "3", "4"] and float(loss[3]["loss"]) == 1.5
     assert [(r["epoch"], float(r["t2a_r@10"])) for r in val] == [("2", 0.4), ("4", 0.6)]
     assert list(val[0]) == ["epoch", "chance@10", "t2a_r@10"]

@@ -26,7 +26,7 @@ def _setup(tmp: Path) -> ModelCardParams:
     (tmp / "models" / "robust_clap" / "model").mkdir(parents=True)
     return ModelCardParams(benchmark=str(tmp / "benchmark.json"), models_dir=str(tmp / "models"),
                            models={"robust_clap": CardModel(label="RobustCLAP", summary="A test model.",
-                                                            base_model="models/default_clap")})
+                                                            base_model="models/synth_clap")})
 
 
 def test_card_is_a_hub_model_card_with_one_result_block_per_direction_and_benchmark(tmp_path):
@@ -34,7 +34,7 @@ def test_card_is_a_hub_model_card_with_one_result_block_per_direction_and_benchm
 
     (path,) = write_cards(_setup(tmp_path))
     card = ModelCard.load(path)
-    assert card.data.library_name == "transformers" and card.data.base_model == "models/default_clap"
+    assert card.data.library_name == "transformers" and card.data.base_model == "models/synth_clap"
     assert card.data.datasets == ["clapcap-synthetic-corpus"]
     results = card.data.eval_results
     assert len(results) == 2 * 2 * 3  # benchmarks x directions x metrics

@@ -85,7 +85,7 @@ def test_gradient_reaches_text_tower():
     loss, parts = multiview_loss(audio, cap, {"view2": (v2, None)}, model.logit_scale_a, model.logit_scale_t,
                                  cfg, {"view2": 1.0})
     loss.backward()
-    # With the views switched off it is the default CLAP's own training loss.
+    # With the views switched off it is the synthetic CLAP's own training loss.
     from clapcap.clap.train import symmetric_contrastive_loss
 
     batch = {"input_features": feats, "is_longer": longer, **tokenize(tok, texts)}

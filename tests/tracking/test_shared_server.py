@@ -27,7 +27,7 @@ from clapcap.tracked.clap import run_train_clap
 pytestmark = pytest.mark.services
 
 REPO = Path(__file__).resolve().parents[2]
-NAME = "services-default-clap"
+NAME = "services-synth-clap"
 
 LOAD_CHAMPION = """
 import json, sys

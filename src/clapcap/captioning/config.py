@@ -260,7 +260,7 @@ class MusicEncoderStudy:
     dataset_dir: str = ""
     encoders: dict[str, EncoderSpec] = field(default_factory=dict)
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    baseline: str = "default_clap"
+    baseline: str = "synth_clap"
 
     def __post_init__(self) -> None:
         if not self.dataset_dir:
@@ -314,7 +314,7 @@ class CaptioningParams:
     """``params.yaml`` section ``captioning``."""
 
     dataset_dir: str = "data/corpus"
-    dump: str = "data/embeddings/default_clap/corpus"
+    dump: str = "data/embeddings/synth_clap/corpus"
     embedding_key: str = "audio_embeds"
     out_dir: str = "results/captioning"
     lms: list[str] = field(default_factory=lambda: ["gpt2", "t5"])
@@ -372,8 +372,11 @@ class CaptioningParams:
             if len(set(seeds)) != len(seeds):
                 raise ValueError(f"{key}: expected no repeated seeds, found {seeds}")
         for lm, seeds in self.lm_seeds.items():
+            # An LM left out of lms keeps an empty list: dvc.yaml's foreach over it then makes no stage.
             if lm not in self.lms:
-                raise ValueError(f"lm_seeds.{lm}: not one of lms {self.lms}")
+                if seeds:
+                    raise ValueError(f"lm_seeds.{lm}: not one of lms {self.lms} (leave it out, or give it [])")
+                continue
             if not seeds or len(set(seeds)) != len(seeds):
                 raise ValueError(f"lm_seeds.{lm}: expected at least one seed and no repeats, found {seeds}")
         if self.lr_search_lms is None:

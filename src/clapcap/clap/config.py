@@ -1,4 +1,4 @@
-"""``params.yaml`` section ``train_clap`` (the embedded default CLAP), parsed with
+"""``params.yaml`` section ``train_clap`` (the synthetic CLAP), parsed with
 :func:`clapcap.config.load_section`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ TEXT_TOWERS = ("scratch", "minilm")
 class TrainClapParams:
     """Section ``train_clap``: train a CLAP on a dataset's train split.
 
-    ``text_tower``: ``minilm`` (the default CLAP: the real all-MiniLM-L6-v2 as the text tower,
+    ``text_tower``: ``minilm`` (the synthetic CLAP: the real all-MiniLM-L6-v2 as the text tower,
     :mod:`clapcap.clap.minilm_train`; ``text_dir``, ``text_trainable_layers`` and
     ``text_lr`` apply) or ``scratch`` (the tiny word-level tower trained from scratch with
     the audio tower, :func:`clapcap.clap.train.train_clap`; the fast test fixture). ``model``
@@ -23,7 +23,7 @@ class TrainClapParams:
     """
 
     dataset_dir: str = "data/corpus"
-    out_dir: str = "models/default_clap"
+    out_dir: str = "models/synth_clap"
     model: TinyClapConfig = field(default_factory=TinyClapConfig)
     epochs: int = 20
     batch_size: int = 32
@@ -35,7 +35,7 @@ class TrainClapParams:
     eval_split: str = "val"
     collapse_alpha: float = 0.01  # permutation test vs chance (clapcap.clap.collapse); 0 = off
     caption_column: str = "captions"
-    registered_model: str = "clapcap-default-clap"
+    registered_model: str = "clapcap-synth-clap"
     alias: str = "champion"
     track: bool = True
     torch_threads: int = 0  # 0 = torch's default; 1 is faster on a busy 2-core machine

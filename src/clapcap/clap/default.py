@@ -1,7 +1,7 @@
 """The ``train_clap`` section as the MiniLM CLAP's params (``text_tower: minilm``, the default).
 
 The one entry that trains the CLAP ``train_clap`` describes, tiny or MiniLM, and tracks it is
-:func:`clapcap.tracked.clap.run_default_clap` (the ``train_clap`` stage, the CLI, the variants).
+:func:`clapcap.tracked.clap.run_synth_clap` (the ``train_clap`` stage, the CLI, the variants).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ tower starts from a first-token summary it was not tuned for; the training study
 (``text_trainable_layers``) measures how much fine-tuning that needs (docs/encoders.md).
 
 The audio tower is the tiny HTSAT of :mod:`clapcap.clap.model`, trained from scratch as in
-the default CLAP. The text tower trains at its own, smaller learning rate (``text_lr``),
+the synthetic CLAP. The text tower trains at its own, smaller learning rate (``text_lr``),
 or not at all (``text_trainable_layers: 0``).
 """
 

@@ -3,7 +3,7 @@
 :func:`train_minilm_clap` is the CLAP training loop (:func:`clapcap.clap.train.fit`) with the
 text tower at its own learning rate or frozen; :func:`clapcap.tracked.clap.run_train_minilm_clap`
 wraps it in one MLflow run with a registration on evidence. The ``train_clap`` stage reaches it
-through :func:`clapcap.tracked.clap.run_default_clap` (``text_tower: minilm``).
+through :func:`clapcap.tracked.clap.run_synth_clap` (``text_tower: minilm``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from clapcap.clap.minilm import (
 )
 from clapcap.clap.model import TinyClapConfig, save_clap
 from clapcap.clap.preprocessing import ClapPreprocessing
-from clapcap.clap.train import (  # _load_done: the default CLAP's skip rule, shared on purpose
+from clapcap.clap.train import (  # _load_done: the synthetic CLAP's skip rule, shared on purpose
     Batch,
     TrainClapResult,
     _load_done,
@@ -109,7 +109,7 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
                       on_epoch_end: Any = None, compute: Compute | None = None) -> TrainClapResult:
     """Train the MiniLM-text-tower CLAP on the train split; save it to ``out_dir/model``.
 
-    The same loop as the default CLAP (:func:`clapcap.clap.train.fit`: resumable after a
+    The same loop as the synthetic CLAP (:func:`clapcap.clap.train.fit`: resumable after a
     crash, checkpoint every epoch), the same batches, loss, validation recall and collapse
     guard; the text tower's parameters train at ``text_lr`` or are frozen. Skips all work
     when ``out_dir/train_result.json`` exists for the same params, data and weights.
@@ -173,6 +173,6 @@ def train_minilm_clap(params: MiniLMClapParams, *, progress: bool = True,
 
 def test_item_scores(params: MiniLMClapParams, model_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
     """Per-query retrieval scores of the saved model on ``split``, for a registered version
-    (the default CLAP's recipe, :func:`clapcap.clap.train.clap_item_scores`)."""
+    (the synthetic CLAP's recipe, :func:`clapcap.clap.train.clap_item_scores`)."""
     return clap_item_scores(model_dir, params.dataset_dir, caption_column=params.caption_column,
                             mel_floor_db=params.audio.mel_floor_db, split=split)

@@ -1,4 +1,4 @@
-"""The embedded default CLAP: a tiny transformers ``ClapModel``, its word-level tokenizer,
+"""The synthetic CLAP: a tiny transformers ``ClapModel``, its word-level tokenizer,
 feature extractor, and save/load in a folder that the ``hf_clap`` backend reads.
 
 Recipe (measured in ENVIRONMENT.md): HTSAT audio tower with ``spec_size`` 128, 64 mel

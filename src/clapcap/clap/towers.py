@@ -1,4 +1,4 @@
-"""A CLAP over two pretrained towers (issue 41): the real corpus's default CLAP.
+"""A CLAP over two pretrained towers (issue 41): the real corpus's CLAP, the project's default.
 
 The audio tower is YAMNet (AudioSet, 521 classes; :mod:`clapcap.pretrained.yamnet`), whose clip
 embedding is the mean of its 1024-d patch embeddings; the text tower is all-MiniLM-L6-v2 as a

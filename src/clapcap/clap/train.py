@@ -1,4 +1,4 @@
-"""Contrastive training of a transformers ``ClapModel`` (the embedded default CLAP).
+"""Contrastive training of a transformers ``ClapModel`` (the synthetic CLAP).
 
 Reusable pieces (RobustCLAP imports them):
 
@@ -348,7 +348,7 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
                *, progress: bool = True,
                on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
                compute: Compute | None = None) -> TrainClapResult:
-    """Train the tiny default CLAP on the train split on ``compute.device``; save it to ``out_dir/model``.
+    """Train the tiny synthetic CLAP on the train split on ``compute.device``; save it to ``out_dir/model``.
 
     Skips all work when ``out_dir/train_result.json`` exists for the same params
     (:func:`run_signature`). Resumes from ``out_dir/checkpoints/last.pt`` after a crash, even

@@ -70,7 +70,7 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p = add_command(group, "use-clap", _use_clap,
                     "make CHECKPOINT (an HF ClapModel: hub id or save_pretrained folder) the CLAP of every stage "
                     "that embeds with it, fine-tunes it (RobustCLAP) or captions from its embeddings")
-    p.add_argument("checkpoint", help="hub id (laion/clap-htsat-unfused), a folder, or models/default_clap/model "
+    p.add_argument("checkpoint", help="hub id (laion/clap-htsat-unfused), a folder, or models/synth_clap/model "
                    "to restore the project's own CLAP")
     p.add_argument("--revision", default="", help="hub ids: branch, tag or commit (default: main)")
     p.add_argument("--root", default=".", help="the DVC project (default: the current folder)")

@@ -116,7 +116,7 @@ def _export_mteb(args: argparse.Namespace) -> int:
 
 
 EXPORT_MTEB_EXAMPLES = """examples:
-  clapcap retrieval export-mteb data/embeddings/default_clap/corpus/test.npz --out-dir results/mteb
+  clapcap retrieval export-mteb data/embeddings/synth_clap/corpus/test.npz --out-dir results/mteb
   clapcap retrieval export-mteb test.npz --out-dir out --main-score hit_rate_at_5 --dataset clotho
 
 Writes <out-dir>/Clapcap<Dataset>T2ARetrieval.json and ...A2TRetrieval.json (MTEB TaskResult

@@ -68,12 +68,12 @@ def _identity_check(args: argparse.Namespace) -> int:
 def _train_clap(args: argparse.Namespace) -> int:
     from clapcap.clap.config import TrainClapParams
     from clapcap.config import load_section
-    from clapcap.tracked.clap import run_default_clap
+    from clapcap.tracked.clap import run_synth_clap
 
     params = load_section(TrainClapParams, "train_clap", args.params)
     if args.no_track:
         params.track = False
-    res = run_default_clap(params, compute=compute_of(args))
+    res = run_synth_clap(params, compute=compute_of(args))
     print(json.dumps({"model_dir": res.model_dir, "val": res.val, "skipped": res.skipped}, indent=2))
     return 0
 
@@ -122,6 +122,6 @@ def register_commands(group: Any) -> None:
                     "laion_clap vs converted HF self-test, and your checkpoints (params.yaml checkpoint_identity)")
     p.add_argument("--params", default="params.yaml", help="parameter file with a checkpoint_identity section")
 
-    p = add_command(group, "train-clap", _train_clap, "train the default CLAP (params.yaml train_clap)")
+    p = add_command(group, "train-clap", _train_clap, "train the synthetic CLAP (params.yaml train_clap)")
     p.add_argument("--params", default="params.yaml", help="parameter file with a train_clap section")
     p.add_argument("--no-track", action="store_true", help="skip MLflow logging and registration")

@@ -48,7 +48,7 @@ class EncoderConfig:
             The commit it resolves to is recorded in the dump's meta either way.
     """
 
-    name: str = "default_clap"
+    name: str = "synth_clap"
     backend: Backend = "hf_clap"
     checkpoint: str = ""
     enable_fusion: bool = False

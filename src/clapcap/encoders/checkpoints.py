@@ -205,7 +205,7 @@ def write_checkpoint_records(encoders: dict[str, Any], names: list[str], out_dir
 
 def resolve_base_clap(base_model: str, *, section: str, revision: str = "") -> ResolvedCheckpoint:
     """The base CLAP of a fine-tune (``robust_train.base_model`` and the like): a ``ClapModel``
-    folder (the project's own ``models/default_clap/model``) or a published hub id.
+    folder (the project's own ``models/synth_clap/model``) or a published hub id.
 
     Raises:
         FileNotFoundError: a folder that does not exist (names the stage that builds the default).

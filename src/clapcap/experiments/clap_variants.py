@@ -1,5 +1,5 @@
-"""Variants of the default CLAP (params.yaml ``clap_variants``), each trained, tested and
-compared, paired, with the default CLAP on the same test split.
+"""Variants of the synthetic CLAP (params.yaml ``clap_variants``), each trained, tested and
+compared, paired, with the synthetic CLAP on the same test split.
 
 A variant is a set of ``train_clap`` overrides: ``{text_tower: scratch, epochs: 60}`` is the
 tiny from-scratch CLAP that was the default before the MiniLM text tower, ``{text_trainable_layers:
@@ -24,15 +24,15 @@ logger = logging.getLogger(__name__)
 class ClapVariantStudy:
     """Section ``clap_variants``: ``variants`` (name -> ``train_clap`` overrides), each written to
     ``<out_root>/clap_<name>``, registered as ``clapcap-clap-<name>``, evaluated on ``split``
-    and compared with ``baseline_dump`` (the default CLAP's test dump)."""
+    and compared with ``baseline_dump`` (the synthetic CLAP's test dump)."""
 
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     out_root: str = "models"
     split: str = "test"
     dump_dir: str = "data/embeddings"
     dataset: str = "corpus"
-    baseline: str = "default_clap"
-    baseline_dump: str = "data/embeddings/default_clap/corpus/test.npz"
+    baseline: str = "synth_clap"
+    baseline_dump: str = "data/embeddings/synth_clap/corpus/test.npz"
     metrics_dir: str = "metrics/clap_variants"
     n_resamples: int = 1000
     seed: int = 0
@@ -64,7 +64,7 @@ def evaluate_variant(study: ClapVariantStudy, base: TrainClapParams, variant: st
                      compute: Compute | None = None) -> dict[str, Any]:
     """Embed ``study.split`` with a trained variant (the ``hf_clap`` backend, the standard dump),
     evaluate it with bootstrap CIs, and compare it paired with the baseline dump (A = this
-    variant, B = the default CLAP).
+    variant, B = the synthetic CLAP).
 
     Writes ``<metrics_dir>/clap_<variant>__<dataset>__<split>.json`` and
     ``<metrics_dir>/clap_<variant>_vs_<baseline>.json``.

@@ -2,7 +2,7 @@
 on sounds no generator made.
 
 **Retrieval** (:func:`run_real_retrieval`): every CLAP of ``robust_benchmark.models`` (the
-default CLAP, the captions-only control, RobustCLAP) on the real clips, with the original
+synthetic CLAP, the captions-only control, RobustCLAP) on the real clips, with the original
 captions and the two rule-written views: t2a/a2t R@k, mAP@10 and the label-level zero-shot
 check, with bootstrap intervals (:func:`clapcap.robust.benchmark.evaluate_model`); then
 
@@ -16,7 +16,7 @@ check, with bootstrap intervals (:func:`clapcap.robust.benchmark.evaluate_model`
 
 **Captioning** (:func:`run_real_captioning`): the registered champion captioner (its encoder
 and decoding from ``champion.json``), the retrieval captioner (nearest corpus training caption
-in the default CLAP's space) and the most-common-training-caption baseline, scored with
+in the synthetic CLAP's space) and the most-common-training-caption baseline, scored with
 aac-metrics on the real captions (plus ``sbert_sim_minilm``, the similarity half of FENSE with
 the MiniLM that installs offline: FENSE's own SBERT and error checker do not), each metric with
 a percentile bootstrap interval of its mean per-clip score (for CIDEr-D the corpus score is that
@@ -137,7 +137,7 @@ class RealCaptionParams:
     dataset_dir: str = "data/real"
     out_dir: str = "results/real/captioning"
     champion: str = "results/captioning/champion.json"
-    train_dump: str = "data/embeddings/default_clap/corpus/train.npz"
+    train_dump: str = "data/embeddings/synth_clap/corpus/train.npz"
     metrics: list[str] = field(default_factory=lambda: ["bleu_1", "bleu_4", "meteor", "rouge_l", "cider_d",
                                                         "spice", "spider", "fense"])
     sbert_minilm: bool = True

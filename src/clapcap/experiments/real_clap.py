@@ -1,4 +1,4 @@
-"""The real corpus's default CLAP (issue 41): YAMNet and MiniLM towers with trained heads
+"""The real corpus's CLAP, the project's default (issue 41): YAMNet and MiniLM towers with trained heads
 (:mod:`clapcap.clap.towers`), measured on the cross-source test set (docs/real_clap.md).
 
 **Features** (:func:`compute_features`, stage ``real_clap_features``): every clip's YAMNet

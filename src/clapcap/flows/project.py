@@ -36,7 +36,7 @@ PATH_KEYS = frozenset({
     "split_json", "conclusions", "findings_md", "parity_out", "memo_path",
 })
 # Keys that may name a Hugging Face Hub model instead of a path: resolved only when their first
-# path component exists under the root (``models/default_clap/model``, not ``laion/clap``).
+# path component exists under the root (``models/synth_clap/model``, not ``laion/clap``).
 MAYBE_HUB_KEYS = frozenset({"checkpoint", "pretrained", "pretrained_dir", "base_model", "models"})
 
 

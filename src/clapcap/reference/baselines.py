@@ -87,7 +87,7 @@ def load_predictions(path: str | Path) -> dict[str, str]:
 class BaselineParams:
     """``params.yaml`` section ``reference_baselines``."""
 
-    train_dump: str = "data/embeddings/default_clap/corpus/train.npz"
-    test_dump: str = "data/embeddings/default_clap/corpus/test.npz"
+    train_dump: str = "data/embeddings/synth_clap/corpus/train.npz"
+    test_dump: str = "data/embeddings/synth_clap/corpus/test.npz"
     split_json: str = "outputs/reference_split/split.json"
     out_dir: str = "outputs/reference_inputs"

@@ -94,7 +94,7 @@ def _collect(out: Path, decoding_seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def build_summary(out_dir: str | Path, decoding_seed: int = 0, music_baseline: str = "default_clap") -> dict[str, Any]:
+def build_summary(out_dir: str | Path, decoding_seed: int = 0, music_baseline: str = "synth_clap") -> dict[str, Any]:
     """Collect rows and compare each to its baseline (decoding rows: the configs evaluated on
     the checkpoint of noise seed ``decoding_seed``, ``decoding/<lm>/seed<k>/``; music rows,
     stage-1 runs on the music subset: the ``music_baseline`` encoder).

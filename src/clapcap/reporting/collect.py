@@ -118,7 +118,7 @@ def _encoder_rows(res: Path, sem: dict[str, Any], kind: str, lm: str, baseline: 
 
 def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
                         baseline_decoding: str, decoding_seed: int = 0,
-                        music_baseline: str = "default_clap") -> dict[str, list[dict[str, Any]]]:
+                        music_baseline: str = "synth_clap") -> dict[str, list[dict[str, Any]]]:
     """Report rows per captioning section from the study's result files (test split).
 
     - ``lm_ablation``: one row per LM with its seeds (``<lm>_seed<k>.json``), then the
@@ -173,7 +173,7 @@ def captioning_sections(root: str | Path, lms: list[str], decoding_lm: str,
 
 def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
                    lms: Sequence[str] = (), decoding_seed: int = 0,
-                   music_baseline: str = "default_clap") -> dict[str, list[str]]:
+                   music_baseline: str = "synth_clap") -> dict[str, list[str]]:
     """Write report inputs under ``params.out_dir``; return ``{section: [paths]}``.
 
     ``captioning_dir``, ``lms`` and ``music_baseline`` come from the ``captioning`` section (its
@@ -233,7 +233,7 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
 
 
 def collect_and_report(collect: CollectParams, out_dir: str | Path, *, captioning_dir: str | Path = "",
-                       lms: Sequence[str] = (), decoding_seed: int = 0, music_baseline: str = "default_clap",
+                       lms: Sequence[str] = (), decoding_seed: int = 0, music_baseline: str = "synth_clap",
                        extra_inputs: dict[str, list[str]] | None = None, conclusions: Sequence[str | Path] = (), conclusions_out: str | Path = "",
                        build: Callable[..., dict[str, Any]] = build_report) -> dict[str, Any]:
     """Collect the pipeline's results, then build the report (the ``report`` DVC stage).

@@ -7,9 +7,9 @@ own ``ModelCardData`` and ``EvalResult`` (``library_name``, ``pipeline_tag``, ``
 ``model-index`` with every benchmark and direction of the robustness benchmark's test results),
 then what the model is, how to load it, its results with 95 % CIs, and its limits.
 
-``base_model`` on the Hub is a repository id: the default CLAP's text tower starts from
+``base_model`` on the Hub is a repository id: the synthetic CLAP's text tower starts from
 ``sentence-transformers/all-MiniLM-L6-v2``; a fine-tune of a model built here names that model's
-folder in this repository (``models/default_clap``), which a user replaces with the id they
+folder in this repository (``models/synth_clap``), which a user replaces with the id they
 push it under.
 The cards are rewritten by the ``model_cards`` stage whenever a model or the benchmark changes.
 """

@@ -34,10 +34,10 @@ class RobustTrainParams:
 
     Attributes:
         paraphrase_dir: output of ``robust_paraphrase`` (manifest with view columns).
-        base_model: an HF ``ClapModel`` folder (the default CLAP is ``models/default_clap/model``).
+        base_model: an HF ``ClapModel`` folder (the synthetic CLAP is ``models/synth_clap/model``).
         data_fraction: fraction of the train clips used (seeded subset), as the paper
             fine-tunes on a fraction of the pretraining data.
-        extend_vocab: word-level tokenizers only (the tiny default CLAP): add words of the
+        extend_vocab: word-level tokenizers only (the tiny synthetic CLAP): add words of the
             *train* captions and views that the tokenizer lacks, so view-2 words are not
             ``<unk>`` (a subword tokenizer needs nothing; ignored there).
         freeze_audio: train only the text tower, projections and logit scales.
@@ -60,7 +60,7 @@ class RobustTrainParams:
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"
-    base_model: str = "models/default_clap/model"
+    base_model: str = "models/synth_clap/model"
     base_revision: str = ""  # hub ids only: branch, tag or commit (empty = main)
     out_dir: str = "models/robust_clap"
     loss: MultiViewLossConfig = field(default_factory=MultiViewLossConfig)
@@ -113,7 +113,7 @@ class RobustBenchParams:
 
     paraphrase_dir: str = "data/robust/paraphrased"
     split: str = "test"
-    models: dict[str, str] = field(default_factory=lambda: {"CLAP": "models/default_clap/model",
+    models: dict[str, str] = field(default_factory=lambda: {"CLAP": "models/synth_clap/model",
                                                             "RobustCLAP": "models/robust_clap/model"})
     # Hub ids among ``models`` -> the revision to load (branch, tag or commit; absent = main).
     revisions: dict[str, str] = field(default_factory=dict)
@@ -154,7 +154,7 @@ class RobustTextStoreParams:
     """
 
     paraphrase_dir: str = "data/robust/paraphrased"
-    base_model: str = "models/default_clap/model"
+    base_model: str = "models/synth_clap/model"
     base_revision: str = ""  # hub ids only: branch, tag or commit (empty = main)
     out_dir: str = "data/robust/text_store"
     splits: list[str] = field(default_factory=lambda: ["train", "val"])

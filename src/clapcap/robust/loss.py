@@ -82,7 +82,7 @@ def clip_loss(audio: torch.Tensor, text: torch.Tensor, logit_scale_a: torch.Tens
         (``exp(logit_scale_a)``) cross-entropies.
     """
     a, t = F.normalize(audio, dim=-1), F.normalize(text, dim=-1)
-    # exp(scale) is capped at 100 as in CLIP and the default CLAP training.
+    # exp(scale) is capped at 100 as in CLIP and the synthetic CLAP training.
     return info_nce(t, a, logit_scale_t.exp().clamp(max=100.0), logit_scale_a.exp().clamp(max=100.0))
 
 

@@ -1,6 +1,6 @@
 """The ``robust_train`` step: fine-tune a CLAP with the multi-view contrastive loss.
 
-Reuses the default CLAP's machinery (:mod:`clapcap.clap.train`): feature caching,
+Reuses the synthetic CLAP's machinery (:mod:`clapcap.clap.train`): feature caching,
 the resumable :func:`~clapcap.clap.train.fit` loop (checkpoint after every epoch),
 validation embeddings and R@k. Views come from the **train** split only; validation
 reports t2a R@k on the original captions and on each view.

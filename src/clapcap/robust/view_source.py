@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,9 +81,12 @@ class ViewSourceParams:
             captions' lexicon views and the validation split.
         manifests_dir: the matched training manifests, ``<manifests_dir>/<llm|lexicon>/``.
         epochs: null = as many optimizer steps as ``robust_train`` on the whole training split.
+        runs: ``[llm]`` where the study runs (the full study), ``[]`` where it does not (the
+            reduced one): dvc.yaml's ``robust_paraphrase_llm`` and ``robust_view_source`` stages
+            are a foreach over it, since DVC has no conditional stage.
     """
 
-    llm_dir: str = "data/robust/paraphrased_llm"
+    llm_dir: str = "results/robust/view_source/llm_views"
     lexicon_dir: str = "data/robust/paraphrased"
     manifests_dir: str = "data/robust/view_source"
     out_dir: str = "models/robust_view_source"
@@ -93,8 +96,11 @@ class ViewSourceParams:
     epochs: int | None = None
     direction: str = "t2a"
     metric: str = "r@10"
+    runs: list[str] = field(default_factory=lambda: ["llm"])
 
     def __post_init__(self) -> None:
+        if self.runs not in ([], ["llm"]):
+            raise ValueError(f"robust_view_source.runs: expected [llm] (the study runs) or [], found {self.runs}")
         if self.epochs is not None and self.epochs < 1:
             raise ValueError(f"robust_view_source.epochs: expected >= 1 or null, found {self.epochs}")
 

@@ -10,7 +10,7 @@ import :mod:`clapcap.tracking`.
 - :mod:`.paraphrase`: ``run_paraphrase``;
 - :mod:`.report`: ``build_report``;
 - :mod:`.robust`: ``run_robust_train``, ``run_robust_benchmark`` (and the registration);
-- :mod:`.clap`: ``run_default_clap`` (tiny or MiniLM), ``run_tracked_training``, the registration;
+- :mod:`.clap`: ``run_synth_clap`` (tiny or MiniLM), ``run_tracked_training``, the registration;
 - :mod:`.captioning`: ``MLflowTracker`` (the captioning study's hooks), ``study_tracker``;
 - :mod:`.captioning_register`: ``register_champion``, ``load_champion`` (apart, so the
   training stages' fingerprints hold neither the registration nor the registry).

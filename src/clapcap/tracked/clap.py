@@ -35,7 +35,7 @@ from clapcap.utils.io import sha256_json
 logger = logging.getLogger(__name__)
 
 
-def run_default_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
+def run_synth_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
                      compute: Compute | None = None) -> Any:
     """Train (and, with ``track``, log and register) the CLAP of ``params``.
 
@@ -50,7 +50,7 @@ def run_default_clap(params: TrainClapParams, *, variant: str = "", progress: bo
 def run_train_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
                    compute: Compute | None = None) -> TrainClapResult:
     """:func:`train_clap` at its tracked edge (:func:`run_tracked_training`). ``variant`` names
-    the run ``clap_<variant>`` instead of ``default_clap``.
+    the run ``clap_<variant>`` instead of ``synth_clap``.
 
     Returns:
         The :class:`TrainClapResult` (``skipped`` when the result file already existed).
@@ -58,14 +58,14 @@ def run_train_clap(params: TrainClapParams, *, variant: str = "", progress: bool
     compute = or_default(compute)
     return run_tracked_training(
         params, clap_train.run_signature(params, Path(params.dataset_dir), compute), compute=compute,
-        label=f"clap_{variant}" if variant else "default_clap", model_name="default_clap",
+        label=f"clap_{variant}" if variant else "synth_clap", model_name="synth_clap",
         train=lambda **kw: clap_train.train_clap(params, progress=progress, compute=compute, **kw),
         item_scores=lambda model_dir: clap_train.test_item_scores(params, model_dir))
 
 
 def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progress: bool = True,
                           compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_minilm_clap` at the default CLAP's tracked edge
+    """:func:`train_minilm_clap` at the synthetic CLAP's tracked edge
     (:func:`run_tracked_training`: one MLflow run of the ``train_clap`` stage,
     the model as a pyfunc, its test item scores and a registration as ``registered_model``; a
     rerun checks the registration too, and only a run under DVC moves aliases).

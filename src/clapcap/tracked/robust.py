@@ -144,7 +144,7 @@ def _promote(uri: str, params: RobustBenchParams, scores: dict[str, Any]) -> dic
     decision = register_on_evidence(
         uri, params.registered_model, item_scores=scores, artifact_file=ITEM_SCORES_FILE, alias=params.alias,
         compare=compare_with_champion, description=(
-            f"RobustCLAP: the default CLAP fine-tuned with a multi-view contrastive loss on paraphrase views "
+            f"RobustCLAP: the synthetic CLAP fine-tuned with a multi-view contrastive loss on paraphrase views "
             f"(DVC stage `robust_train`; benchmark `robust_benchmark`). `@{params.alias}` moves on a paired "
             f"bootstrap of `{params.register_metric}` on the `{params.register_benchmark}` test captions. "
             f"Load with `mlflow.pyfunc.load_model('models:/{params.registered_model}@{params.alias}')`."))

@@ -65,7 +65,7 @@ class ResolvedCheckpoint:
 
 def looks_like_path(name: str) -> bool:
     """True when ``name`` can only be a local path: not a hub id, or a relative path whose first
-    folder exists here (``models/default_clapp`` is a mistyped folder, not an organisation)."""
+    folder exists here (``models/synth_clapp`` is a mistyped folder, not an organisation)."""
     if name.startswith((".", "/", "~")) or "\\" in name or not _HUB_ID.match(name):
         return True
     if name.endswith(FILE_SUFFIXES):

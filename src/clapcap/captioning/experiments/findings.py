@@ -184,8 +184,8 @@ def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict
     floor = _noise_floor(lm_scores[lm].values) if lm in lm_scores else None
     sides = {enc: SeedScores(v, tuple(seeds), noise_floor=floor if len(seeds) == 1 else None)
              for enc, v in scores.items()}
-    return [(_spec(f"captioning.encoder.default.vs_{enc}", f"the default CLAP encoder gives better stage-1 "
-                   f"{lm} captions than {enc} ({scorer.metric})", scorer.metric, "default CLAP", enc),
+    return [(_spec(f"captioning.encoder.default.vs_{enc}", f"the synthetic CLAP encoder gives better stage-1 "
+                   f"{lm} captions than {enc} ({scorer.metric})", scorer.metric, "synthetic CLAP", enc),
              sides["default"], sides[enc], True) for enc in params.encoders]
 
 
