@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from clapcap.experiments.pairwise.study import PairwiseStudyParams
 from clapcap.flows.project import load_project_section
 from clapcap.llm.engine import served
 from clapcap.pairwise.gold import gold_accuracy, make_gold_items
@@ -31,7 +32,6 @@ from clapcap.pairwise.llm_judge import run_judges
 from clapcap.pairwise.orders import order_report
 from clapcap.pairwise.pairs import read_reference, write_pairs
 from clapcap.pairwise.store import VoteStore
-from clapcap.pairwise.study import PairwiseStudyParams
 
 
 def _split_csv(path: Path, work: Path) -> Path:

@@ -2,10 +2,10 @@
 
 import sys
 
-from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.experiments.study import evaluate_baseline
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.study import evaluate_baseline
 
 
 def main() -> int:

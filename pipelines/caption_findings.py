@@ -4,10 +4,10 @@ and results/captioning/findings.md."""
 
 import sys
 
-from clapcap.captioning.config import CaptioningParams, CaptionSubsetParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.tracked.captioning_analyses import run_findings_tracked
+from clapcap.experiments.captioning.config import CaptioningParams, CaptionSubsetParams
+from clapcap.tracked.caption_findings import run_findings_tracked
 
 
 def main() -> int:

@@ -5,11 +5,11 @@ architecture row, and whether it chooses the baseline's learning rates (params.y
 import argparse
 import sys
 
-from clapcap.captioning.config import CaptioningParams
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.tracked.captioning_analyses import run_lr_check_tracked
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.tracked.caption_lr_check import run_lr_check_tracked
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,11 +3,11 @@
 import argparse
 import sys
 
-from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.experiments.study import run_lr_search
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.study import run_lr_search
 from clapcap.tracked.captioning import study_tracker
 
 

@@ -2,9 +2,9 @@
 
 import sys
 
-from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.experiments.captioning.config import CaptioningParams
 from clapcap.tracked.captioning_register import register_champion
 
 

@@ -5,7 +5,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.evaluation.caption_scores import CaptionScoreParams, score_study
+from clapcap.experiments.captioning.scores import CaptionScoreParams, score_study
 
 
 def main() -> int:

@@ -3,9 +3,9 @@
 import argparse
 import sys
 
-from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.experiments.captioning.config import CaptioningParams
 from clapcap.reporting.captioning_tables import write_summary
 
 

@@ -6,8 +6,8 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.evaluation.caption_vocab import CaptionVocabParams
-from clapcap.tracked.captioning_analyses import run_vocab
+from clapcap.experiments.captioning.vocab import CaptionVocabParams
+from clapcap.tracked.caption_vocab import run_vocab
 
 
 def main() -> int:

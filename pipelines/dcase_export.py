@@ -3,9 +3,9 @@ CSV, and its scores in DCASE's column order (params.yaml `dcase_export`)."""
 
 import sys
 
-from clapcap.captioning.experiments.dcase import DcaseParams, export_dcase
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.experiments.captioning.dcase import DcaseParams, export_dcase
 
 
 def main() -> int:

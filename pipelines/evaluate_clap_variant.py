@@ -12,7 +12,7 @@ from clapcap.clap.config import TrainClapParams
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.clap_variants import ClapVariantStudy, evaluate_variant
+from clapcap.experiments.clap.variants import ClapVariantStudy, evaluate_variant
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.pairwise.study import PairwiseStudyParams, run_pairwise_study
+from clapcap.experiments.pairwise.study import PairwiseStudyParams, run_pairwise_study
 
 
 def main() -> int:

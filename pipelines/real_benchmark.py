@@ -7,8 +7,9 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real import RealBenchParams, run_real_retrieval
-from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
+from clapcap.experiments.real.recordings import RealBenchParams, run_real_retrieval
+from clapcap.experiments.robust.config import RobustBenchParams, RobustSeedParams
+from clapcap.robust.config import RobustTrainParams
 
 
 def main() -> int:

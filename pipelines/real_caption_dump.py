@@ -6,7 +6,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real_captioning import RealCaptionRefsParams, write_dump
+from clapcap.experiments.real.captioning import RealCaptionRefsParams, write_dump
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real import RealCaptionParams, run_real_captioning
+from clapcap.experiments.real.recordings import RealCaptionParams, run_real_captioning
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real_clap import RealClapParams
+from clapcap.experiments.real.clap import RealClapParams
 from clapcap.tracked.real_clap import run_tracked_real_clap
 
 

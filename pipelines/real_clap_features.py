@@ -5,7 +5,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real_clap import RealClapParams, compute_features
+from clapcap.experiments.real.clap import RealClapParams, compute_features
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ import sys
 
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.real_robust import RealRobustParams
+from clapcap.experiments.real.robust import RealRobustParams
 from clapcap.tracked.real_robust import run_tracked_real_robust
 
 

@@ -6,9 +6,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from clapcap.captioning.config import CaptioningParams
 from clapcap.config import load_section
 from clapcap.entry import run_script
+from clapcap.experiments.captioning.config import CaptioningParams
 from clapcap.reporting.collect import CollectParams, collect_and_report
 from clapcap.reporting.config import ReportParams
 from clapcap.reporting.report import build_report

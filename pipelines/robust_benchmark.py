@@ -6,7 +6,7 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.robust.config import RobustBenchParams
+from clapcap.experiments.robust.config import RobustBenchParams
 from clapcap.tracked.robust import run_robust_benchmark
 
 

@@ -7,9 +7,10 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-from clapcap.robust.kinds import KindStudyParams
-from clapcap.tracked.robust_analyses import run_kinds
+from clapcap.experiments.robust.config import RobustBenchParams, RobustSeedParams
+from clapcap.experiments.robust.kinds import KindStudyParams
+from clapcap.robust.config import RobustTrainParams
+from clapcap.tracked.robust_kinds import run_kinds
 
 
 def main() -> int:

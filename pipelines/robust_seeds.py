@@ -7,8 +7,9 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-from clapcap.robust.seeds import run_seed_study
+from clapcap.experiments.robust.config import RobustBenchParams, RobustSeedParams
+from clapcap.experiments.robust.seeds import run_seed_study
+from clapcap.robust.config import RobustTrainParams
 from clapcap.tracked.robust import run_robust_train
 
 

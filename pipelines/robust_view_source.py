@@ -7,9 +7,10 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-from clapcap.robust.view_source import ViewSourceParams
-from clapcap.tracked.robust_analyses import run_view_source
+from clapcap.experiments.robust.config import RobustBenchParams, RobustSeedParams
+from clapcap.experiments.robust.view_source import ViewSourceParams
+from clapcap.robust.config import RobustTrainParams
+from clapcap.tracked.robust_view_source import run_view_source
 
 
 def main() -> int:

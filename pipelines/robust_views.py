@@ -6,9 +6,10 @@ import sys
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-from clapcap.robust.views_study import ViewCountParams
-from clapcap.tracked.robust_analyses import run_views
+from clapcap.experiments.robust.config import RobustBenchParams, RobustSeedParams
+from clapcap.experiments.robust.views import ViewCountParams
+from clapcap.robust.config import RobustTrainParams
+from clapcap.tracked.robust_views import run_views
 
 
 def main() -> int:

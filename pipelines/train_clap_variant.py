@@ -11,7 +11,7 @@ from clapcap.clap.config import TrainClapParams
 from clapcap.compute import load_compute
 from clapcap.config import load_section
 from clapcap.entry import run_script
-from clapcap.experiments.clap_variants import ClapVariantStudy
+from clapcap.experiments.clap.variants import ClapVariantStudy
 from clapcap.tracked.clap import run_synth_clap
 
 

@@ -25,21 +25,23 @@ def cuda_env_without_cuda(monkeypatch):
 
 def _library_steps(tmp: Path) -> dict:
     """Each training/embedding/generation step, called as a flow or a user would, without `compute`."""
-    from clapcap.captioning.config import CaptionerConfig, CaptioningParams, LRSearchConfig
-    from clapcap.captioning.experiments.evaluate import caption_dump
-    from clapcap.captioning.experiments.lr_search import search_learning_rates
-    from clapcap.captioning.experiments.study import execute_run, lm_specs
-    from clapcap.captioning.experiments.train import train_captioner
+    from clapcap.captioning.config import CaptionerConfig
+    from clapcap.captioning.evaluate import caption_dump
+    from clapcap.captioning.train import train_captioner
     from clapcap.clap.config import TrainClapParams
     from clapcap.clap.train import train_clap
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.config import EmbedParams, IdentityParams
     from clapcap.encoders.crosscheck import run_checkpoint_identity
     from clapcap.encoders.embed import embed_all, embed_dataset
+    from clapcap.experiments.captioning.config import CaptioningParams, LRSearchConfig
+    from clapcap.experiments.captioning.lr_search import search_learning_rates
+    from clapcap.experiments.captioning.study import execute_run, lm_specs
+    from clapcap.experiments.robust.benchmark import run_benchmark
+    from clapcap.experiments.robust.config import RobustBenchParams
     from clapcap.reference.config import GenerationConfig, HFLocalConfig
     from clapcap.reference.hf_local import HFLocalCaptioner
-    from clapcap.robust.benchmark import run_benchmark
-    from clapcap.robust.config import RobustBenchParams, RobustTrainParams
+    from clapcap.robust.config import RobustTrainParams
     from clapcap.robust.train import train_robust_clap
 
     cap = CaptioningParams(out_dir=str(tmp / "cap"))
@@ -129,7 +131,8 @@ def test_embedding_device_is_not_a_params_key():
 
 
 def test_captioner_device_is_not_a_params_key():
-    from clapcap.captioning.config import CaptioningParams, TrainConfig
+    from clapcap.captioning.config import TrainConfig
+    from clapcap.experiments.captioning.config import CaptioningParams
 
     with pytest.raises(ValueError, match="captioning.train.gpt2.device: the device is set by the compute"):
         CaptioningParams(train={"gpt2": TrainConfig(device="cuda"), "t5": TrainConfig()})
@@ -138,8 +141,8 @@ def test_captioner_device_is_not_a_params_key():
 def test_captioner_training_and_generation_use_the_device(monkeypatch, tmp_path):
     from caption_fixtures import tiny_model, tiny_train
 
-    from clapcap.captioning.experiments import evaluate as cap_eval
-    from clapcap.captioning.experiments import train as cap_train
+    from clapcap.captioning import evaluate as cap_eval
+    from clapcap.captioning import train as cap_train
 
     def initial(model_cfg, tokenizer, data, cfg, warmup, progress, compute, *_):
         raise Reached(f"{cfg.device} {compute.device}")
@@ -236,8 +239,8 @@ def test_clap_trains_and_embeds_on_cuda(tiny_corpus, tmp_path, precision):
 def test_captioner_trains_and_generates_on_cuda(tiny_corpus, tmp_path):
     from caption_fixtures import make_dump, tiny_model, tiny_train
 
-    from clapcap.captioning.experiments.evaluate import caption_dump
-    from clapcap.captioning.experiments.train import train_captioner
+    from clapcap.captioning.evaluate import caption_dump
+    from clapcap.captioning.train import train_captioner
 
     dump = make_dump(tiny_corpus, tmp_path / "dump.npz")
     compute = resolve(ComputeParams(device="cuda", precision="bf16"), environ={})

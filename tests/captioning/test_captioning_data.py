@@ -76,7 +76,7 @@ def test_cli_train_generate_and_group(dumps, tiny_corpus, tmp_path, monkeypatch)
 
     from clapcap.cli import main
 
-    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     train = {"batch_size": 32, "lm_pretrain_epochs": 0, "stage1": {"epochs": 1}, "stage2": {"epochs": 1}}
     params = {"captioning": {"dataset_dir": str(tiny_corpus), "dump": str(dumps[0]), "out_dir": str(tmp_path / "out"),
                              "lms": ["gpt2"], "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},

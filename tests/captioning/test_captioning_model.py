@@ -157,7 +157,8 @@ def test_config_loads_and_checks_without_torch():
     import sys
 
     code = ("import sys\n"
-            "from clapcap.captioning.config import CaptioningParams, CaptionerConfig, DecodingConfig\n"
+            "from clapcap.captioning.config import CaptionerConfig, DecodingConfig\n"
+            "from clapcap.experiments.captioning.config import CaptioningParams\n"
             "from clapcap.config import from_dict\n"
             "from_dict(CaptionerConfig, {'decoder': 't5', 'prefix_length': 4})\n"
             "try:\n    DecodingConfig(top_p=2.0)\nexcept ValueError as e:\n    print('rejected:', e)\n"

@@ -9,14 +9,14 @@ import pytest
 import torch
 from caption_fixtures import make_dump, tiny_model, tiny_train
 
+from clapcap.captioning import train as cap_train
 from clapcap.captioning.config import StageConfig
-from clapcap.captioning.experiments import train as cap_train
-from clapcap.captioning.experiments.lr_search import (
+from clapcap.captioning.train import train_captioner
+from clapcap.experiments.captioning.lr_search import (
     LRSearchConfig,
     chosen_learning_rates,
     search_learning_rates,
 )
-from clapcap.captioning.experiments.train import train_captioner
 from clapcap.utils.io import read_json
 
 
@@ -137,7 +137,7 @@ def test_lr_search_runs_grid_resumes_and_plots(dump, tiny_corpus, tmp_path, monk
     # An interrupted search resumes: completed trials in the SQLite study are not rerun.
     (tmp_path / "lr" / "best.json").unlink()
     calls = []
-    monkeypatch.setattr("clapcap.captioning.experiments.lr_search.train_captioner", lambda *a, **k: calls.append(k))
+    monkeypatch.setattr("clapcap.experiments.captioning.lr_search.train_captioner", lambda *a, **k: calls.append(k))
     again = search_learning_rates(tiny_model(), train, search, **kw)
     assert calls == [] and again["stage1_lr_projection"] == best["stage1_lr_projection"]
     # Finished with a study_path, the Optuna study (it holds trial times) leaves the output
@@ -150,7 +150,7 @@ def test_lr_search_runs_grid_resumes_and_plots(dump, tiny_corpus, tmp_path, monk
 
 
 def test_grid_edges_flags_choices_on_the_boundary_of_three_point_grids():
-    from clapcap.captioning.experiments.lr_search import grid_edges
+    from clapcap.experiments.captioning.lr_search import grid_edges
 
     search = LRSearchConfig(stage1_lrs=[1e-3, 3e-3, 1e-2], stage2_projection_lrs=[3e-4, 1e-3],
                             stage2_lm_lrs=[1e-4, 1e-3, 3e-3])

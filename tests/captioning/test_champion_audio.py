@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions
 
-from clapcap.captioning.experiments import study as exp
 from clapcap.config import from_dict
+from clapcap.experiments.captioning import study as exp
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
          "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
@@ -25,7 +25,7 @@ def audio_study(tiny_corpus, tmp_path, monkeypatch):
     from clapcap.encoders.embed import embed_dataset
 
     torch.set_num_threads(1)
-    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     cfg = TinyClapConfig()
     model, tok, fe = build_tiny_clap(cfg, ["a", "tone", "noise"], seed=3)
     clap_dir = save_clap(model, tok, fe, tmp_path / "clap", preprocessing=tiny_preprocessing(cfg))
@@ -70,11 +70,11 @@ def test_champion_captions_audio_files_like_the_dump_embeddings(audio_study, mlf
 
 
 def test_service_errors_on_audio_without_encoder_and_on_bad_files(audio_study, tmp_path):
-    from clapcap.captioning.experiments.study import baseline_run_name
     from clapcap.captioning.serving import CaptionerService, audio_paths
     from clapcap.data.audio import AudioError
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.factory import create_encoder
+    from clapcap.experiments.captioning.study import baseline_run_name
 
     params, clap_dir = audio_study
     checkpoint = exp.execute_run(params, exp.lm_specs(params, "gpt2")[0])["checkpoint"]

@@ -19,9 +19,9 @@ from published_clap import put_in_hub_cache
 from published_lm import build_gpt2, build_t5
 
 from clapcap.captioning.config import CaptionerConfig, DecodingConfig, StageConfig
-from clapcap.captioning.experiments.train import train_captioner
 from clapcap.captioning.generation import generate_captions
 from clapcap.captioning.model import frozen_lm_dir, load_captioner
+from clapcap.captioning.train import train_captioner
 from clapcap.cli import main
 from clapcap.config import from_dict
 from clapcap.errors import InputError
@@ -126,7 +126,7 @@ def test_the_params_switch_trains_a_hub_lm_and_logs_its_commit(hub, dump, tiny_c
 
     (tmp_path / "store").mkdir()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}")
-    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     params = _params_file(tmp_path, tiny_corpus, dump, {"decoder": "causal", "pretrained": "gpt2",
                                                         "pretrained_revision": "v1"})
     assert main(["captioning", "train", "--params", str(params), "--lm", "gpt2_hub", "--seed", "0"]) == 0

@@ -11,12 +11,13 @@ import pytest
 import torch
 from caption_fixtures import make_dump, tiny_train
 
-from clapcap.captioning.config import CaptionerConfig, CaptioningParams, TrainConfig
+from clapcap.captioning.config import CaptionerConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit
-from clapcap.captioning.experiments.study import lm_specs, run_configs
-from clapcap.captioning.experiments.train import train_captioner
 from clapcap.captioning.model import create_captioner, frozen_lm_dir, load_captioner
 from clapcap.captioning.tokenizer import build_tokenizer, load_pretrained_tokenizer
+from clapcap.captioning.train import train_captioner
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.study import lm_specs, run_configs
 
 CAPTIONS = ["A loud high-pitched beep sounds.", "A soft series of clicks plays.",
             "There is a quiet hum.", "A strong bell rings twice."] * 5
@@ -223,7 +224,7 @@ def test_per_lm_seeds_stages_and_lr_search():
 
 
 def test_lr_search_refuses_an_lm_outside_lr_search_lms():
-    from clapcap.captioning.experiments.study import run_lr_search
+    from clapcap.experiments.captioning.study import run_lr_search
 
     with pytest.raises(ValueError, match="lr_search_lms"):
         run_lr_search(_params(lr_search_lms=["gpt2"], track=False), "smol")

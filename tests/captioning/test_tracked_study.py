@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
-from clapcap.captioning.experiments import study as exp
 from clapcap.config import from_dict
+from clapcap.experiments.captioning import study as exp
 
 TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
          "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
@@ -32,7 +32,7 @@ def test_tracked_study_passes_the_store_check(tiny_corpus, tmp_path, fresh_store
     from clapcap.tracking.check import check_store
 
     torch.set_num_threads(1)
-    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     params = from_dict(exp.CaptioningParams, {
         "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "dump.npz")),
         "out_dir": str(tmp_path / "out"), "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}},

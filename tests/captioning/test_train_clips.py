@@ -8,9 +8,9 @@ import pytest
 import torch
 from caption_fixtures import make_dump, tiny_train
 
+from clapcap.captioning import train as train_mod
 from clapcap.captioning.config import CaptionerConfig, StageConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit
-from clapcap.captioning.experiments import train as train_mod
 
 
 def _split(n: int) -> CaptionSplit:

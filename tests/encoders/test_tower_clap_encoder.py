@@ -14,7 +14,7 @@ from clapcap.data.dump import load_dump
 from clapcap.encoders.base import EncoderConfig
 from clapcap.encoders.embed import embed_dataset
 from clapcap.errors import InputError
-from clapcap.experiments.real_clap import dataset_features, load_features, split_features
+from clapcap.experiments.real.clap import dataset_features, load_features, split_features
 from clapcap.retrieval.metrics import evaluate_dump, retrieval_metrics
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from clapcap.evaluation.caption_vocab import (
+from clapcap.experiments.captioning.vocab import (
     CaptionVocabParams,
     caption_stats,
     reference_stats,

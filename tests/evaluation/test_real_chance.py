@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from clapcap.experiments.real import chance_recall
+from clapcap.experiments.real.recordings import chance_recall
 
 
 def _enumerated(captions_per_clip: list[int], k: int) -> dict[str, float]:

@@ -11,12 +11,12 @@ from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_path, monkeypatch):
     import torch
 
-    from clapcap.captioning.experiments import study as exp
     from clapcap.config import from_dict
+    from clapcap.experiments.captioning import study as exp
     from clapcap.flows.captioning import run_sweep
 
     torch.set_num_threads(1)
-    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     train = {"batch_size": 32, "lm_pretrain_epochs": 0, "stage1": {"epochs": 1}, "stage2": {"epochs": 1}}
     params = from_dict(exp.CaptioningParams, {
         "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "d.npz")),
@@ -39,8 +39,8 @@ def test_sweep_runs_every_config_then_skips_them(prefect_env, tiny_corpus, tmp_p
 
 
 def test_concurrency_must_be_positive():
-    from clapcap.captioning.config import CaptioningParams
     from clapcap.config import from_dict
+    from clapcap.experiments.captioning.config import CaptioningParams
     from clapcap.flows.captioning import run_sweep
 
     with pytest.raises(ValueError, match="concurrency"):

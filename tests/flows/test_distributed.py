@@ -46,8 +46,8 @@ def _write_params(root: Path, name: str, out_dir: str) -> Path:
 
 
 def _names(params_file: Path) -> set[str]:
-    from clapcap.captioning.config import CaptioningParams
-    from clapcap.captioning.experiments.study import all_specs
+    from clapcap.experiments.captioning.config import CaptioningParams
+    from clapcap.experiments.captioning.study import all_specs
     from clapcap.flows.project import load_project_section
 
     return {s.name for s in all_specs(load_project_section(CaptioningParams, "captioning", params_file))}

@@ -31,7 +31,7 @@ def test_resolve_paths_anchors_relative_paths_at_the_root(tmp_path):
 
 
 def test_params_resolve_against_the_project_not_the_cwd(tmp_path, monkeypatch):
-    from clapcap.captioning.config import CaptioningParams
+    from clapcap.experiments.captioning.config import CaptioningParams
     from clapcap.flows.project import load_project_section, project_tracking
 
     project = tmp_path / "project"

@@ -66,7 +66,7 @@ def test_the_closure_sees_lazy_imports(tmp_path):
     files = import_closure(script, SRC)
     assert SRC / "clapcap/data/csv_reader.py" in files
     assert SRC / "clapcap/data/__init__.py" in files
-    assert SRC / "clapcap/captioning/experiments/study.py" not in files
+    assert SRC / "clapcap/experiments/captioning/study.py" not in files
 
 
 def _mini_project(tmp_path: Path) -> Path:

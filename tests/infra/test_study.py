@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.experiments.study import encoder_specs
 from clapcap.config import ConfigError, load_section
-from clapcap.experiments.clap_variants import ClapVariantStudy
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.study import encoder_specs
+from clapcap.experiments.clap.variants import ClapVariantStudy
 from clapcap.paraphrase.dataset import ParaphraseParams
 from clapcap.repro import apply_study, study_overrides
 
@@ -144,7 +144,7 @@ def test_captioning_stages_declare_exactly_the_runs_they_write(project, study):
     that its command does not write (DVC fails such a stage after it ran)."""
     from dvc.repo import Repo
 
-    from clapcap.captioning.experiments.study import all_specs
+    from clapcap.experiments.captioning.study import all_specs
 
     subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=project, check=True)
     apply_study(project, study)

@@ -13,8 +13,9 @@ from clapcap.cli import main
 from clapcap.config import load_section
 from clapcap.encoders.config import EmbedParams
 from clapcap.errors import InputError
+from clapcap.experiments.robust.config import RobustBenchParams
 from clapcap.reporting.model_card import ModelCardParams
-from clapcap.robust.config import RobustBenchParams, RobustTextStoreParams, RobustTrainParams
+from clapcap.robust.config import RobustTextStoreParams, RobustTrainParams
 
 REPO = Path(__file__).resolve().parents[2]
 HUB = "laion/clap-htsat-unfused"

@@ -10,11 +10,11 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from clapcap.config import from_dict
+from clapcap.experiments.pairwise.study import PairwiseStudyParams, run_pairwise_study
 from clapcap.pairwise.gold import gold_accuracy, make_gold_items
 from clapcap.pairwise.orders import combine_orders, order_rater, order_report, split_rater
 from clapcap.pairwise.pairs import read_reference
 from clapcap.pairwise.store import VoteStore
-from clapcap.pairwise.study import PairwiseStudyParams, run_pairwise_study
 
 SOUNDS = ["a dog barks in the yard", "rain falls on a tin roof", "a car engine starts and idles",
           "a bell rings three times", "a man speaks on the telephone", "birds sing in the morning forest",

@@ -1,4 +1,4 @@
-"""The pairwise study end to end (clapcap.pairwise.study) against the suite's fake judge
+"""The pairwise study end to end (clapcap.experiments.pairwise.study) against the suite's fake judge
 server: items, the judges' votes (resumed on a rerun), human votes from the rating page's
 store, kappas, bootstrap preference rates, position bias, the plot."""
 
@@ -12,9 +12,9 @@ import pytest
 from fake_openai import FakeOpenAI
 
 from clapcap.config import from_dict
+from clapcap.experiments.pairwise.study import PairwiseStudyParams, run_pairwise_study
 from clapcap.pairwise.agreement import bootstrap_preferences
 from clapcap.pairwise.store import VoteStore
-from clapcap.pairwise.study import PairwiseStudyParams, run_pairwise_study
 
 
 def _judge(body: dict):

@@ -7,7 +7,7 @@ import pytest
 
 from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
-from clapcap.evaluation.caption_scores import (
+from clapcap.experiments.captioning.scores import (
     CaptionScoreParams,
     mean_interval,
     prediction_files,

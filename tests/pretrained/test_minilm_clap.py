@@ -98,7 +98,7 @@ def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     from clapcap.clap.config import TrainClapParams
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.embed import embed_dataset
-    from clapcap.experiments.clap_variants import ClapVariantStudy, evaluate_variant
+    from clapcap.experiments.clap.variants import ClapVariantStudy, evaluate_variant
     from clapcap.tracked.clap import run_synth_clap
 
     base = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,

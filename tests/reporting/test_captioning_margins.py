@@ -44,7 +44,7 @@ def test_no_baseline_file_gives_no_margins(tmp_path):
 
 
 def test_semantic_column_joins_every_row_kind(tmp_path):
-    """sbert_sim_minilm.json (clapcap.evaluation.caption_scores) adds its column to lm, arch,
+    """sbert_sim_minilm.json (clapcap.experiments.captioning.scores) adds its column to lm, arch,
     encoder and decoding rows; a row it does not cover shows '-'."""
     write_json(tmp_path / "noise_floor" / "gpt2.json", _floor("gpt2", {"cider_d": [0.8, 0.7, 0.9]}))
     spec = {"kind": "arch", "lm": "gpt2", "name": "gpt2_dropout0.3_seed0", "model_overrides": {"dropout": 0.3}}

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from clapcap.clap.train import t2a_recall
+from clapcap.experiments.robust.benchmark import ZS_MAP, zero_shot
 from clapcap.retrieval.ranking import (
     average_precision,
     average_precision_min_norm,
@@ -22,7 +23,6 @@ from clapcap.retrieval.ranking import (
     positive_ranks,
     single_positive_ranks,
 )
-from clapcap.robust.benchmark import ZS_MAP, zero_shot
 
 
 def _brute_ranks(scores: np.ndarray, positives: np.ndarray) -> list[list[int]]:

@@ -9,9 +9,10 @@ import yaml
 
 from clapcap.cli import main
 from clapcap.config import ConfigError, from_dict
+from clapcap.experiments.robust.benchmark import should_register, should_register_on_verdicts
+from clapcap.experiments.robust.config import RobustBenchParams
 from clapcap.paraphrase.dataset import ParaphraseParams
-from clapcap.robust.benchmark import should_register, should_register_on_verdicts
-from clapcap.robust.config import RobustBenchParams, RobustTrainParams
+from clapcap.robust.config import RobustTrainParams
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 SECTIONS = {"robust_paraphrase": ParaphraseParams, "robust_train": RobustTrainParams,

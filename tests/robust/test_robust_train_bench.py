@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
+from clapcap.experiments.robust.config import RobustBenchParams
 from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
-from clapcap.robust.config import MultiViewLossConfig, RobustBenchParams, RobustTrainParams
+from clapcap.robust.config import MultiViewLossConfig, RobustTrainParams
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def _train_params(root, **kw):
 
 
 def test_train_resume_skip_and_benchmark(robust_setup, tmp_path, caplog):
-    from clapcap.robust.benchmark import run_benchmark
+    from clapcap.experiments.robust.benchmark import run_benchmark
     from clapcap.robust.train import train_robust_clap
 
     root, train = robust_setup
@@ -107,7 +108,7 @@ def test_tracked_train_and_registration(robust_setup, tmp_path, mlflow_uri, monk
     """MLflow runs of both steps; the candidate is registered when the rule says so (forced here)."""
     import mlflow
 
-    from clapcap.robust import benchmark
+    from clapcap.experiments.robust import benchmark
     from clapcap.tracked.robust import run_robust_benchmark, run_robust_train
     from clapcap.tracking import vocab as tracking_vocab
 
@@ -196,8 +197,8 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
     import json
 
     from clapcap.evaluation.seed_bootstrap import VERDICTS
-    from clapcap.robust.config import RobustSeedParams
-    from clapcap.robust.seeds import run_seed_study
+    from clapcap.experiments.robust.config import RobustSeedParams
+    from clapcap.experiments.robust.seeds import run_seed_study
     from clapcap.robust.train import train_robust_clap
 
     root, _ = robust_setup
@@ -229,7 +230,7 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
 
     # The real benchmark scores the same seed models (found, not retrained) on another dataset.
     from clapcap.data.prepare import load_dataset
-    from clapcap.experiments.real import RealBenchParams, run_real_retrieval
+    from clapcap.experiments.real.recordings import RealBenchParams, run_real_retrieval
 
     real = RealBenchParams(dataset_dir=str(root / "para"), out_dir=str(tmp_path / "real"),
                            conclusions=str(tmp_path / "real.json"), findings_md=str(tmp_path / "real.md"))
@@ -245,7 +246,7 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
     assert result["register"]["decision"] is False
 
     # Which words hurt: the same seed models on the event / attribute / structure views.
-    from clapcap.robust.kinds import KindStudyParams, run_kind_study
+    from clapcap.experiments.robust.kinds import KindStudyParams, run_kind_study
 
     kinds = KindStudyParams(views_dir=str(tmp_path / "kviews"), out_dir=str(tmp_path / "kinds"),
                             conclusions=str(tmp_path / "kinds.json"), findings_md=str(tmp_path / "kinds.md"))
@@ -263,7 +264,7 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
     assert base_drop["effect"] == pytest.approx(out["models"]["CLAP"]["events"]["drop"])
 
     # How many views: one-view fine-tunes against the two-view seeds (found, not retrained).
-    from clapcap.robust.views_study import ViewCountParams, run_view_count_study
+    from clapcap.experiments.robust.views import ViewCountParams, run_view_count_study
 
     views = ViewCountParams(out_dir=str(tmp_path / "views"), results_dir=str(tmp_path / "vres"),
                             conclusions=str(tmp_path / "views.json"), findings_md=str(tmp_path / "views.md"))
@@ -280,8 +281,8 @@ def test_seed_study_writes_findings_over_seeds(robust_setup, tmp_path):
 
 
 def test_seed_study_refuses_bad_params(robust_setup, tmp_path):
-    from clapcap.robust.config import RobustSeedParams
-    from clapcap.robust.seeds import run_seed_study
+    from clapcap.experiments.robust.config import RobustSeedParams
+    from clapcap.experiments.robust.seeds import run_seed_study
 
     with pytest.raises(ValueError, match="2 or more distinct seeds"):
         RobustSeedParams(seeds=[0])
@@ -392,8 +393,12 @@ def test_view_source_study_trains_each_source_on_the_same_captions(robust_setup,
     """The LLM's views, the lexicon's views of the same captions (masked alike) and no views,
     over two seeds; the findings pair the seeds."""
     from clapcap.data.prepare import load_dataset
-    from clapcap.robust.config import RobustSeedParams
-    from clapcap.robust.view_source import ViewSourceParams, matched_epochs, run_view_source_study
+    from clapcap.experiments.robust.config import RobustSeedParams
+    from clapcap.experiments.robust.view_source import (
+        ViewSourceParams,
+        matched_epochs,
+        run_view_source_study,
+    )
 
     root, train = robust_setup
     llm_dir = _llm_manifest(root, tmp_path)

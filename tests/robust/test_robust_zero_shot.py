@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clapcap.experiments.robust.benchmark import queries, zero_shot
 from clapcap.retrieval.ranking import average_precision_min_norm
-from clapcap.robust.benchmark import queries, zero_shot
 
 
 def test_ap_at_10_matches_sklearn_when_all_positives_fit():

@@ -55,8 +55,8 @@ def test_store_check_reports_a_parent_without_metrics(fresh_store):
 def test_lr_search_parent_carries_its_best_trials(fresh_store, tiny_corpus):
     import mlflow
 
-    from clapcap.captioning.experiments import study as exp
     from clapcap.config import from_dict
+    from clapcap.experiments.captioning import study as exp
     from clapcap.tracked.captioning import MLflowTracker
     from clapcap.tracking.check import check_store
 

@@ -24,8 +24,8 @@ import services
 from browser import chromium
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
-from clapcap.captioning.experiments import study as exp
 from clapcap.config import from_dict
+from clapcap.experiments.captioning import study as exp
 from clapcap.tracked.captioning import study_tracker
 
 pytestmark = pytest.mark.services
@@ -89,7 +89,7 @@ def ui(tiny_corpus, tmp_path, monkeypatch):
     """
     import mlflow
 
-    monkeypatch.setattr("clapcap.captioning.experiments.evaluate.score_captions", fake_score_captions)
+    monkeypatch.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     (tmp_path / "store").mkdir()
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)

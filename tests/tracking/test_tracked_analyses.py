@@ -1,11 +1,11 @@
-"""The studies' analyses as MLflow runs (clapcap.tracked.seed_study, clapcap.tracked.captioning_analyses)
+"""The studies' analyses as MLflow runs (clapcap.tracked.seed_study, clapcap.tracked.caption_*)
 on a temporary store."""
 
 from __future__ import annotations
 
 import pytest
 
-from clapcap.tracked.captioning_analyses import log_lr_check
+from clapcap.tracked.caption_lr_check import log_lr_check
 from clapcap.tracked.seed_study import log_seed_study
 from clapcap.tracking.check import check_store
 from clapcap.utils.io import write_json
@@ -56,7 +56,7 @@ def test_an_lr_check_is_a_run_with_its_regret(mlflow_uri):
 def test_vocab_is_a_run_per_configuration_and_one_for_the_references(mlflow_uri):
     import mlflow
 
-    from clapcap.tracked.captioning_analyses import log_vocab
+    from clapcap.tracked.caption_vocab import log_vocab
 
     record = {"configs": {
         "gpt2": {"seeds": [0, 1], "n_seeds": 2, "n_clips": [200, 200], "vocab": {"mean": 80.0, "std": 2.0},
@@ -77,7 +77,7 @@ def test_vocab_is_a_run_per_configuration_and_one_for_the_references(mlflow_uri)
 def test_pipeline_vs_reference_per_subset(mlflow_uri):
     import mlflow
 
-    from clapcap.tracked.captioning_analyses import log_pipeline_vs_reference
+    from clapcap.tracked.caption_findings import log_pipeline_vs_reference
 
     def finding(fid, a, b):
         return {"id": fid, "metric": "cider_d", "a": a, "b": b, "effect": a - b}

@@ -1,7 +1,8 @@
-"""clapcap.captioning: the ClipCap-style captioner and its study.
+"""clapcap.captioning: the ClipCap-style captioner and its trainer.
 
 The model: ``model``, ``projection``, ``decoders`` (``smollm2``: the pretrained SmolLM2
-decoder's folder), ``tokenizer``, ``generation``, ``serving``. The experiments: ``data``,
-``train``, ``lr_search``, ``study``, ``findings``, ``registry``; ``config`` holds the
-torch-free params.
+decoder's folder), ``tokenizer``, ``generation``, ``serving``. Training and scoring: ``data``,
+``train`` (the two training stages), ``evaluate`` (score a checkpoint on a split); ``config``
+holds the torch-free params. The study (ablations, LR search, findings) lives in
+:mod:`clapcap.experiments.captioning`.
 """

@@ -11,7 +11,7 @@
   trains either tower is :func:`clapcap.tracked.clap.run_synth_clap`);
 - ``config``: params.yaml section ``train_clap``.
 
-The variants study (train, embed, compare) is :mod:`clapcap.experiments.clap_variants`.
+The variants study (train, embed, compare) is :mod:`clapcap.experiments.clap.variants`.
 
 Inference backends that wrap a trained CLAP live in :mod:`clapcap.encoders`, which imports
 this package, never the reverse.

@@ -18,8 +18,8 @@ logger = logging.getLogger(__name__)
 
 
 def _params(args: argparse.Namespace) -> Any:
-    from clapcap.captioning.config import CaptioningParams
     from clapcap.config import load_section
+    from clapcap.experiments.captioning.config import CaptioningParams
 
     params = load_section(CaptioningParams, "captioning", args.params)
     if getattr(args, "no_track", False):
@@ -28,7 +28,7 @@ def _params(args: argparse.Namespace) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from clapcap.captioning.experiments.study import run_ablation
+    from clapcap.experiments.captioning.study import run_ablation
     from clapcap.tracked.captioning import study_tracker
 
     params = _params(args)
@@ -40,7 +40,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _lr_search(args: argparse.Namespace) -> int:
-    from clapcap.captioning.experiments.study import run_lr_search
+    from clapcap.experiments.captioning.study import run_lr_search
     from clapcap.tracked.captioning import study_tracker
 
     params = _params(args)
@@ -52,7 +52,7 @@ def _lr_search(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     from clapcap.captioning.config import DecodingConfig
-    from clapcap.captioning.experiments.evaluate import caption_dump
+    from clapcap.captioning.evaluate import caption_dump
     from clapcap.utils.io import write_json
 
     decoding = DecodingConfig(strategy=args.strategy, num_beams=args.num_beams, length_penalty=args.length_penalty,
@@ -69,7 +69,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _caption(args: argparse.Namespace) -> int:
     from clapcap import tracking
-    from clapcap.captioning.experiments.registry import BUILD_HINT
+    from clapcap.experiments.captioning.registry import BUILD_HINT
     from clapcap.utils.io import write_json
 
     paths = [str(p) for p in args.audio]
@@ -84,7 +84,7 @@ def _caption(args: argparse.Namespace) -> int:
 
 
 def _ablate(args: argparse.Namespace) -> int:
-    from clapcap.captioning.experiments.study import run_ablation
+    from clapcap.experiments.captioning.study import run_ablation
     from clapcap.tracked.captioning import study_tracker
 
     params = _params(args)
@@ -95,7 +95,7 @@ def _ablate(args: argparse.Namespace) -> int:
 
 
 def _noise_floor(args: argparse.Namespace) -> int:
-    from clapcap.captioning.experiments.study import noise_floor
+    from clapcap.experiments.captioning.study import noise_floor
     from clapcap.tracked.captioning import study_tracker
 
     params, compute = _params(args), compute_of(args)
@@ -107,7 +107,7 @@ def _noise_floor(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
-    from clapcap.captioning.experiments.study import evaluate_baseline
+    from clapcap.experiments.captioning.study import evaluate_baseline
 
     rec = evaluate_baseline(_params(args))
     logger.info("trivial baseline %r: test %s", rec["caption"], rec["test"]["corpus"])
@@ -133,7 +133,7 @@ def _register(args: argparse.Namespace) -> int:
 
 
 def _findings(args: argparse.Namespace) -> int:
-    from clapcap.captioning.experiments.findings import run_findings
+    from clapcap.experiments.captioning.findings import run_findings
 
     params = _params(args)
     found = run_findings(params)

@@ -41,7 +41,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _benchmark(args: argparse.Namespace) -> int:
     from clapcap.config import load_section
-    from clapcap.robust.config import RobustBenchParams
+    from clapcap.experiments.robust.config import RobustBenchParams
     from clapcap.tracked.robust import run_robust_benchmark
 
     params = load_section(RobustBenchParams, "robust_benchmark", args.params)

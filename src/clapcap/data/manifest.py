@@ -18,7 +18,7 @@ column                        meaning
 ``paraphrases_heldout`` (opt.) JSON list aligned with ``captions``: view 2 in words no training
                               caption or view uses (``robust_paraphrase``'s held-out view)
 ``paraphrases_events`` (opt.) JSON list aligned with ``captions``: only the sound-event words
-                              changed (``robust_kinds``' view, :mod:`clapcap.robust.kinds`)
+                              changed (``robust_kinds``' view, :mod:`clapcap.experiments.robust.kinds`)
 ``paraphrases_attributes``    JSON list aligned with ``captions``: only the attribute words
 (opt.)                        changed (``robust_kinds``' view)
 ``labels`` (opt.)             JSON list of sound-event labels (zero-shot classification)

@@ -1,7 +1,7 @@
 """Prefect flow over the captioning sweep, for GPU machines (and tested locally).
 
 Every training/evaluation configuration is a task calling the same library functions as
-the DVC stages (:mod:`clapcap.captioning.experiments.study`). The task runner's
+the DVC stages (:mod:`clapcap.experiments.captioning.study`). The task runner's
 ``max_workers`` is the concurrency limit (one task per GPU); tasks retry on transient
 failure; configurations whose result file exists are skipped without submitting a task
 (and the library functions skip finished work too).
@@ -17,7 +17,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from clapcap.captioning.experiments.study import (
+from clapcap.compute import Compute, load_compute
+from clapcap.experiments.captioning.study import (
     CaptioningParams,
     RunSpec,
     all_specs,
@@ -29,7 +30,6 @@ from clapcap.captioning.experiments.study import (
     noise_floor,
     run_lr_search,
 )
-from clapcap.compute import Compute, load_compute
 from clapcap.tracked.captioning import study_tracker
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def lr_search_task(params: CaptioningParams, lm: str, compute: Compute) -> dict[
 
 @task(name="captioning-lr-check", cache_policy=NO_CACHE)
 def lr_check_task(params: CaptioningParams, lm: str, variant: str, compute: Compute) -> dict[str, Any]:
-    from clapcap.tracked.captioning_analyses import run_lr_check_tracked
+    from clapcap.tracked.caption_lr_check import run_lr_check_tracked
 
     return run_lr_check_tracked(params, lm, variant, compute=compute)
 

@@ -27,8 +27,8 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from clapcap.captioning.config import CaptioningParams
 from clapcap.compute import Compute, load_compute
+from clapcap.experiments.captioning.config import CaptioningParams
 from clapcap.flows.project import load_project_section, params_path, project_tracking
 from clapcap.utils.limits import GPU_LIMIT, concurrency_slot, ensure_limit
 
@@ -76,7 +76,7 @@ def captioning_config(config: str, params_file: str = "params.yaml") -> dict[str
     Raises:
         ValueError: when ``config`` is not a configuration of the study (names the known ones).
     """
-    from clapcap.captioning.experiments.study import all_specs, execute_run
+    from clapcap.experiments.captioning.study import all_specs, execute_run
     from clapcap.tracked.captioning import study_tracker
 
     params = load_project_section(CaptioningParams, "captioning", params_file)
@@ -144,7 +144,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
         RuntimeError: naming the configurations whose flow runs did not complete (re-run the
             deployment to complete only those).
     """
-    from clapcap.captioning.experiments import study
+    from clapcap.experiments.captioning import study
     from clapcap.tracked.captioning import study_tracker
 
     path = str(params_path(params_file))
@@ -175,7 +175,7 @@ def captioning_sweep_dispatch(params_file: str = "params.yaml", config_deploymen
 
 def _finish_sweep(params: CaptioningParams, register_best: bool, compute: Compute) -> str:
     """Baseline, decoding ablation, noise floors, summary tables and champion (after every run)."""
-    from clapcap.captioning.experiments import study
+    from clapcap.experiments.captioning import study
     from clapcap.reporting.captioning_tables import write_summary
     from clapcap.tracked.captioning import study_tracker
 
@@ -212,8 +212,9 @@ def robust_finetune_benchmark(params_file: str = "params.yaml",
     Returns:
         ``{"models": {section: model dir}, "benchmark": the benchmark's result}``.
     """
-    from clapcap.robust.config import RobustBenchParams, RobustSeedParams, RobustTrainParams
-    from clapcap.robust.seeds import run_seed_study
+    from clapcap.experiments.robust.config import RobustBenchParams, RobustSeedParams
+    from clapcap.experiments.robust.seeds import run_seed_study
+    from clapcap.robust.config import RobustTrainParams
     from clapcap.tracked.robust import run_robust_benchmark, run_robust_train
 
     ensure_limit(GPU_LIMIT, gpu_slots)

@@ -41,7 +41,7 @@ def _row(group: str, name: str, lm: str, metrics: dict[str, float], **extra: Any
     return {"group": group, "name": name, "lm": lm, "metrics": metrics, **extra}
 
 
-SEMANTIC = "sbert_sim_minilm"  # scored apart from the runs (clapcap.evaluation.caption_scores)
+SEMANTIC = "sbert_sim_minilm"  # scored apart from the runs (clapcap.experiments.captioning.scores)
 
 
 def _semantic(out: Path) -> dict[str, Any]:

@@ -27,7 +27,7 @@ CAPTION_METRICS = {"bleu_1": "BLEU-1", "bleu_4": "BLEU-4", "meteor": "METEOR", "
                    "cider_d": "CIDEr-D", "spice": "SPICE", "spider": "SPIDEr", "fense": "FENSE",
                    # not FENSE, not the official SBERT-sim: all-MiniLM-L6-v2 (docs/captioning.md)
                    "sbert_sim_minilm": "sbert_sim_minilm"}
-SEMANTIC_FILE = "sbert_sim_minilm.json"  # clapcap.evaluation.caption_scores
+SEMANTIC_FILE = "sbert_sim_minilm.json"  # clapcap.experiments.captioning.scores
 
 
 @dataclass

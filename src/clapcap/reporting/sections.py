@@ -121,7 +121,7 @@ def real_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     cols = [f"{b} {d}" for b in bench["params"]["benchmarks"] for d in ("t2a", "a2t")]
     retrieval = Table(f"{SECTIONS['real']}: retrieval {k}", rows, cols, bold=False,
                       notes=[f"{bench['n_clips']} clips; chance: a random ranking's expected {k} "
-                             "(clapcap.experiments.real). Intervals and findings: results/real/."])
+                             "(clapcap.experiments.real.recordings). Intervals and findings: results/real/."])
     metrics = ["cider_d", "meteor", "rouge_l", "bleu_1", "sbert_sim_minilm"]
     cap_rows, cap_bars = [], []
     for name, res in caps["systems"].items():

@@ -1,7 +1,7 @@
 """The library's one Markdown and LaTeX table writer, and the report's marking rules.
 
 :func:`markdown_table` and :func:`latex_table` render any grid of cells (used by the report
-below, :mod:`clapcap.reporting.captioning_tables` and :mod:`clapcap.robust.report`);
+below, :mod:`clapcap.reporting.captioning_tables` and :mod:`clapcap.experiments.robust.report`);
 :func:`tex_escape` holds the one LaTeX escape table. Markdown cells are written as given
 (no table escapes them). Tables written before the merge escaped fewer LaTeX characters;
 they name theirs with ``tex_escape(..., only=...)`` so their files stay byte-identical.

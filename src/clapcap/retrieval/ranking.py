@@ -1,7 +1,7 @@
 """The one ranking rule behind every recall and average precision in clapcap.
 
 Used by the retrieval harness (:mod:`clapcap.retrieval.metrics`: t2a/a2t R@k, mAP, mAP@10,
-MRR, median rank), the zero-shot classification of :mod:`clapcap.robust.benchmark` and the
+MRR, median rank), the zero-shot classification of :mod:`clapcap.experiments.robust.benchmark` and the
 validation recall of :func:`clapcap.clap.train.t2a_recall`. (:mod:`clapcap.retrieval.independent`
 re-derives the same rule without this code: it is the parity gate's second opinion.)
 

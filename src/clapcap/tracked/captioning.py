@@ -1,6 +1,6 @@
 """The captioning study at the tracked edge.
 
-- :class:`MLflowTracker`: the study's hooks (:class:`clapcap.captioning.experiments.study.StudyTracker`)
+- :class:`MLflowTracker`: the study's hooks (:class:`clapcap.experiments.captioning.study.StudyTracker`)
   as MLflow runs of ``clapcap-captioning``: one run per configuration and seed, nested under
   its seed group (which gets the configuration's params, ``test/<metric>_mean``/``_std``, and
   ``test/<metric>`` = the mean with ``_ci_low``/``_ci_high``, its t interval over seeds, so one
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from clapcap import tracking
-from clapcap.captioning.config import CaptioningParams
-from clapcap.captioning.experiments.study import NO_TRACKING, RunSpec, StudyTracker
-from clapcap.captioning.experiments.train import EpochHook
+from clapcap.captioning.train import EpochHook
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.study import NO_TRACKING, RunSpec, StudyTracker
 
 logger = logging.getLogger(__name__)
 EXPERIMENT = "clapcap-captioning"

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from clapcap import tracking
-from clapcap.captioning.config import CaptioningParams
 from clapcap.captioning.data import dump_encoder_config
-from clapcap.captioning.experiments.registry import (
+from clapcap.captioning.model import frozen_lm_dir, load_captioner
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.registry import (
     BUILD_HINT,
     REGISTRATION_FILE,
     candidates,
@@ -27,7 +28,6 @@ from clapcap.captioning.experiments.registry import (
     example_audio,
     select_champion,
 )
-from clapcap.captioning.model import frozen_lm_dir, load_captioner
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE, compare_with_champion
 from clapcap.tracked.captioning import EXPERIMENT
 from clapcap.tracking.promotion import register_on_evidence

@@ -14,7 +14,7 @@ from typing import Any
 
 from clapcap import tracking
 from clapcap.config import to_dict
-from clapcap.experiments.real_clap import RealClapParams, run_real_clap
+from clapcap.experiments.real.clap import RealClapParams, run_real_clap
 from clapcap.utils.io import sha256_json
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def log_real_clap(params: RealClapParams, metrics: dict[str, Any], history: list
 
 
 def run_tracked_real_clap(params: RealClapParams) -> dict[str, Any]:
-    """:func:`~clapcap.experiments.real_clap.run_real_clap`, tracked when ``params.track``."""
+    """:func:`~clapcap.experiments.real.clap.run_real_clap`, tracked when ``params.track``."""
     if not params.track:
         return run_real_clap(params)
     from clapcap.utils.io import read_json

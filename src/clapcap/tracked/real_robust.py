@@ -1,4 +1,4 @@
-"""RobustCLAP on the real tower CLAP (:mod:`clapcap.experiments.real_robust`) in MLflow: one parent run
+"""RobustCLAP on the real tower CLAP (:mod:`clapcap.experiments.real.robust`) in MLflow: one parent run
 (``clapcap-robust``, ``robust/real_towers/<params>``) with the params, the report files and
 the findings, and one nested run per system (``base``, ``control``, ``robust``) with the same
 keys (``test/t2a/r10``, ``test/heldout/t2a/r10``, ``test/heldout/t2a/r10_drop``, ...), so the
@@ -11,7 +11,7 @@ from typing import Any
 
 from clapcap import tracking
 from clapcap.config import to_dict
-from clapcap.experiments.real_robust import VIEW_SETS, RealRobustParams, run_real_robust
+from clapcap.experiments.real.robust import VIEW_SETS, RealRobustParams, run_real_robust
 from clapcap.utils.io import sha256_json
 
 EXPERIMENT = "clapcap-robust"
@@ -29,7 +29,7 @@ def _system_metrics(block: dict[str, Any]) -> None:
 
 
 def run_tracked_real_robust(params: RealRobustParams) -> dict[str, Any]:
-    """:func:`~clapcap.experiments.real_robust.run_real_robust`, in MLflow (module docstring)."""
+    """:func:`~clapcap.experiments.real.robust.run_real_robust`, in MLflow (module docstring)."""
     name = tracking.run_name("robust", "real_towers", sha256_json(to_dict(params))[:8])
     with tracking.tracked("real_robust", experiment=EXPERIMENT, name=name, params=to_dict(params)):
         parent = tracking.active_run_id()

@@ -10,9 +10,10 @@ from typing import Any
 from clapcap import tracking
 from clapcap.compute import Compute, or_default
 from clapcap.config import to_dict
+from clapcap.experiments.robust.benchmark import candidate_item_scores, run_benchmark
+from clapcap.experiments.robust.config import ZS, RobustBenchParams
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
-from clapcap.robust.benchmark import candidate_item_scores, run_benchmark
-from clapcap.robust.config import ZS, RobustBenchParams, RobustTrainParams
+from clapcap.robust.config import RobustTrainParams
 from clapcap.robust.data import VIEW_COLUMNS
 from clapcap.robust.train import RESULT, RobustTrainResult, robust_model_label, train_robust_clap
 from clapcap.tracking.promotion import register_on_evidence

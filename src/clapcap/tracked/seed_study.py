@@ -6,7 +6,8 @@ the drop from the original captions where the study computes one) of every bench
 run per seed holding that seed's values. Benchmarks are the key's view (``test/events/t2a/r10``;
 the original captions have none), so selecting the parents of one analysis in the UI compares the
 models column by column. It imports no study: each family's wrappers
-(:mod:`clapcap.tracked.robust_analyses`) call it, so a stage's fingerprint holds its own study only.
+(:mod:`clapcap.tracked.robust_kinds`, :mod:`clapcap.tracked.robust_views`,
+:mod:`clapcap.tracked.robust_view_source`) call it, so a stage's fingerprint holds its own study only.
 """
 
 from __future__ import annotations

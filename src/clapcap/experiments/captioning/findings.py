@@ -1,0 +1,281 @@
+"""The captioning study's stated findings, each tested over training seeds and test clips.
+
+Every comparison the report or README states about captioning becomes one finding
+(docs/conclusions.md): per-clip scores of the primary metric (``findings.metric``, CIDEr-D
+by default; its corpus value is the mean over clips) for every training seed of each
+system, compared with the two-level bootstrap of
+:mod:`clapcap.evaluation.seed_bootstrap`. The findings and how each side gets its seeds:
+
+==========================================  ==============================================
+finding (id)                                sides
+==========================================  ==============================================
+``captioning.<lm>.vs_trivial``              LM baseline over its seeds vs the most
+                                            common training caption (fixed, floor 0)
+``captioning.lm.<lm>.vs_<first lm>``        two LM baselines, each over its seeds
+``captioning.arch.<lm>.<variant>``          one-seed variant (the LM's noise floor) vs the
+                                            LM baseline over ``noise_seeds``
+``captioning.decoding.<lm>.<name>``         decoding config vs the baseline decoding, both
+                                            on every ``noise_seeds`` checkpoint (paired)
+``captioning.encoder.default.vs_<enc>``     stage-1 runs over ``encoder_seeds`` (paired;
+                                            one seed: the encoder LM's noise floor)
+``captioning.pipeline.<lm>.vs_<ref>``       LM baseline over its seeds vs a fixed
+                                            reference captioner (floor 0)
+``captioning.pipeline.<lm>.vs_<ref>.<sub>`` the same on one subset of the test clips
+                                            (``caption_subsets``: music, general audio),
+                                            every metric computed within the subset
+==========================================  ==============================================
+
+A fixed system (a constant caption, an off-the-shelf reference captioner) is not trained
+here, so it enters with a noise floor of 0: the claim is about our training against that
+system. A one-seed variant takes the noise floor (std over ``noise_seeds`` of the corpus
+metric) of its LM's baseline. An LM's seeds are ``noise_seeds``, or ``lm_seeds.<lm>`` where
+given (the pretrained SmolLM2 row runs on fewer seeds in the reduced study); LM baselines
+with different seeds are compared unpaired. Every claim is the one a reader takes from the tables:
+"beats", "is better than", "improves".
+
+Per-clip scores are recomputed from the saved test captions with aac-metrics
+(:func:`~clapcap.evaluation.captioning_metrics.score_captions`); their mean must equal the
+corpus value in the run's result file (to 1e-9), so stale captions fail loudly.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from clapcap.captioning.data import load_caption_split
+from clapcap.data.prepare import load_dataset
+from clapcap.evaluation.captioning_metrics import score_captions
+from clapcap.evaluation.conclusions import (
+    FindingSpec,
+    evaluate_finding,
+    publish_findings,
+)
+from clapcap.evaluation.seed_bootstrap import SeedScores
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.study import (
+    arch_specs,
+    decoding_seed_path,
+    encoder_run_name,
+    lm_specs,
+    music_run_name,
+    test_predictions_path,
+)
+from clapcap.utils.io import read_json
+from clapcap.utils.skip import skip_reason
+
+logger = logging.getLogger(__name__)
+
+_CONSISTENCY_TOL = 1e-9
+
+
+class FindingsInputError(ValueError):
+    """A result or prediction file the findings need is missing or disagrees with its record."""
+
+
+@dataclass
+class _Scorer:
+    """Per-clip scores of one metric on the test split (clips in the references' order)."""
+
+    references: dict[str, list[str]]
+    metric: str
+
+    def __call__(self, predictions: dict[str, str], *, expect: float | None, origin: str) -> np.ndarray:
+        scores = score_captions(predictions, self.references, metrics=[self.metric])
+        if self.metric not in scores["corpus"]:
+            raise FindingsInputError(f"{origin}: metric {self.metric!r} unavailable: "
+                                     f"{scores['unavailable'].get(self.metric)}")
+        values = np.array([scores["per_clip"][c][self.metric] for c in self.references], dtype=np.float64)
+        if expect is not None and abs(values.mean() - expect) > _CONSISTENCY_TOL:
+            raise FindingsInputError(f"{origin}: per-clip {self.metric} averages {values.mean():.12f} but the "
+                                     f"result file says {expect:.12f}; the saved captions are stale, rerun the stage")
+        return values
+
+
+def _read(path: Path) -> dict:
+    if not path.is_file():
+        raise FindingsInputError(f"{path}: not found; run the captioning stages first (dvc repro)")
+    return read_json(path)
+
+
+def _run_scores(params: CaptioningParams, scorer: _Scorer, names: list[str]) -> np.ndarray:
+    """(n_runs, n_clips) scores of the named training runs (their saved test captions)."""
+    out = Path(params.out_dir)
+    rows = []
+    for name in names:
+        record = _read(out / "results" / f"{name}.json")
+        preds = _read(test_predictions_path(out, name))
+        rows.append(scorer(preds, expect=record["test"]["corpus"].get(scorer.metric), origin=name))
+    return np.stack(rows)
+
+
+def _noise_floor(values: np.ndarray) -> float:
+    """Std over seeds (rows) of the corpus metric."""
+    means = values.mean(axis=1)
+    return statistics.stdev(means.tolist()) if len(means) > 1 else 0.0
+
+
+def _spec(fid: str, statement: str, metric: str, a: str, b: str) -> FindingSpec:
+    return FindingSpec(id=fid, statement=statement, metric=metric, a=a, b=b, claim="greater")
+
+
+def _lm_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
+    cfg, m = params.findings, scorer.metric
+    trivial = _read(Path(params.out_dir) / "baseline_trivial.json")
+    const = {c: trivial["caption"] for c in scorer.references}
+    fixed = SeedScores(scorer(const, expect=trivial["test"]["corpus"].get(m), origin="baseline_trivial")[None, :],
+                       (0,), noise_floor=0.0)
+    out = [(_spec(f"captioning.{lm}.vs_trivial", f"the {lm} ClipCap captioner beats the most common "
+                  f"training caption on {m}", m, lm, "most common training caption"), lm_scores[lm], fixed, False)
+           for lm in params.lms]
+    first = params.lms[0]
+    out += [(_spec(f"captioning.lm.{lm}.vs_{first}", f"the {lm} captioner is better than the {first} "
+                   f"captioner on {m}", m, lm, first), lm_scores[lm], lm_scores[first], False)
+            for lm in params.lms[1:]]
+    for name, path in cfg.references.items():
+        ref = SeedScores(scorer(_read(Path(path)), expect=None, origin=path)[None, :], (0,), noise_floor=0.0)
+        out += [(_spec(f"captioning.pipeline.{lm}.vs_{name}", f"the {lm} ClipCap pipeline beats the "
+                       f"{name} reference captioner on {m}", m, lm, name), lm_scores[lm], ref, False)
+                for lm in params.lms]
+    return out
+
+
+def _arch_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
+    out = []
+    for lm in params.arch_lms or []:
+        floor = _noise_floor(lm_scores[lm].values)
+        for spec in arch_specs(params, lm):
+            variant = spec.name[len(lm) + 1:-len(f"_seed{spec.seed}")]
+            row = SeedScores(_run_scores(params, scorer, [spec.name]), (spec.seed,), noise_floor=floor)
+            out.append((_spec(f"captioning.arch.{lm}.{variant}", f"{variant} improves the {lm} captioner's "
+                              f"{scorer.metric} over its baseline configuration", scorer.metric,
+                              f"{lm} {variant}", f"{lm} baseline"), row, lm_scores[lm], False))
+    return out
+
+
+def _decoding_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
+    cfg, out = params.findings, []
+    lm, seeds = cfg.decoding_lm, list(params.noise_seeds)
+    for name in cfg.decoding:
+        rows = []
+        for seed in seeds:
+            path = decoding_seed_path(params, lm, name, seed)
+            rows.append(scorer(_read(path.with_suffix(".predictions.json")),
+                               expect=_read(path)["test"]["corpus"].get(scorer.metric), origin=str(path)))
+        out.append((_spec(f"captioning.decoding.{lm}.{name}", f"decoding with {name} improves the {lm} "
+                          f"captioner's {scorer.metric} over {cfg.baseline_decoding}", scorer.metric,
+                          f"{lm} {name}", f"{lm} {cfg.baseline_decoding}"),
+                    SeedScores(np.stack(rows), tuple(seeds)), lm_scores[lm], True))
+    return out
+
+
+def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
+    seeds, lm = list(params.encoder_seeds), params.encoder_lm
+    if not seeds:  # the all-clips encoder ablation is not in this study
+        return []
+    scores = {enc: _run_scores(params, scorer, [encoder_run_name(enc, lm, s) for s in seeds])
+              for enc in ["default", *params.encoders]}
+    # One encoder seed: the stand-in floor is the encoder LM's two-stage baseline over its
+    # noise seeds (stage-1 runs have no seed study of their own then).
+    floor = _noise_floor(lm_scores[lm].values) if lm in lm_scores else None
+    sides = {enc: SeedScores(v, tuple(seeds), noise_floor=floor if len(seeds) == 1 else None)
+             for enc, v in scores.items()}
+    return [(_spec(f"captioning.encoder.default.vs_{enc}", f"the synthetic CLAP encoder gives better stage-1 "
+                   f"{lm} captions than {enc} ({scorer.metric})", scorer.metric, "synthetic CLAP", enc),
+             sides["default"], sides[enc], True) for enc in params.encoders]
+
+
+def _subset_findings(params: CaptioningParams, subsets: dict[str, list[str]], manifest,
+                     references: dict[str, list[str]], metric: str) -> list[tuple]:
+    """Each pipeline-vs-reference finding again on every ``subsets`` subset of the test
+    clips. CIDEr-D's document frequencies come from the subset's own references, so each side is
+    scored anew on the subset (the whole-split per-clip scores are not sliced)."""
+    cfg, out = params.findings, []
+    test = manifest[manifest["split"] == "test"]
+    for subset, sources in subsets.items():
+        ids = set(test.loc[test["source"].isin(sources), "clip_id"].astype(str))
+        refs = {c: r for c, r in references.items() if c in ids}
+        if len(refs) < 2:
+            logger.info("captioning subset %s (sources %s): %d test clip(s); its findings are not tested",
+                        subset, sources, len(refs))
+            continue
+        scorer = _Scorer(refs, metric)
+        sides = {}
+        for lm in params.lms:
+            specs = lm_specs(params, lm)
+            rows = [scorer({c: p for c, p in _read(test_predictions_path(Path(params.out_dir), s.name)).items()
+                            if c in refs}, expect=None, origin=f"{s.name} ({subset})") for s in specs]
+            sides[lm] = SeedScores(np.stack(rows), tuple(s.seed for s in specs))
+        for name, path in cfg.references.items():
+            preds = {c: p for c, p in _read(Path(path)).items() if c in refs}
+            ref = SeedScores(scorer(preds, expect=None, origin=f"{path} ({subset})")[None, :], (0,), noise_floor=0.0)
+            out += [(_spec(f"captioning.pipeline.{lm}.vs_{name}.{subset}", f"on the {len(refs)} {subset} test clips, "
+                           f"the {lm} ClipCap pipeline beats the {name} reference captioner on {metric}", metric, lm,
+                           name), sides[lm], ref, False) for lm in params.lms]
+    return out
+
+
+def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
+    """Each music encoder against ``music.baseline`` over ``music.seeds``, scored on the music
+    subset's test clips (its own references: another set of clips than the corpus's)."""
+    music = params.music
+    if not music.dataset_dir:
+        return []
+    reason = skip_reason(music.dataset_dir)
+    if reason is not None:  # a real dataset has no corpus music subset
+        logger.info("music findings not tested: %s", reason)
+        return []
+    manifest = load_dataset(music.dataset_dir).manifest
+    base = music.encoders[music.baseline]
+    scorer = _Scorer(load_caption_split(base.dump, manifest, "test", embedding_key=base.embedding_key).references(),
+                     metric)
+    lm, seeds = params.encoder_lm, list(music.seeds)
+    if len(seeds) < 2:
+        raise FindingsInputError(f"captioning.music.seeds {seeds}: the music findings need at least two "
+                                 "training seeds (one seed says nothing about another training run)")
+    sides = {enc: SeedScores(_run_scores(params, scorer, [music_run_name(enc, lm, s) for s in seeds]), tuple(seeds))
+             for enc in music.encoders}
+    return [(_spec(f"captioning.music.{music.baseline}.vs_{enc}", f"on music clips, the {music.baseline} encoder "
+                   f"gives better stage-1 {lm} captions than {enc} ({metric})", metric, music.baseline, enc),
+             sides[music.baseline], sides[enc], True) for enc in music.encoders if enc != music.baseline]
+
+
+def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None = None) -> list[dict]:
+    """Test every captioning finding; write ``findings.conclusions`` and ``findings.findings_md``.
+
+    ``subsets`` (``caption_subsets``): the pipeline-vs-reference findings again per subset of
+    the test clips.
+
+    Returns:
+        The finding entries (the conclusions file format of :mod:`clapcap.evaluation.conclusions`).
+
+    Raises:
+        FindingsInputError: on fewer than two noise seeds, a missing result or caption file,
+            or captions whose scores disagree with their result file.
+    """
+    cfg = params.findings
+    for lm in params.lms:
+        if len(params.seeds_for(lm)) < 2:
+            raise FindingsInputError(f"captioning: the {lm} runs have seeds {params.seeds_for(lm)}; the findings "
+                                     "need at least two training seeds (one seed says nothing about another "
+                                     "training run)")
+    manifest = load_dataset(params.dataset_dir).manifest
+    refs = load_caption_split(params.dump, manifest, "test", embedding_key=params.embedding_key).references()
+    scorer = _Scorer(refs, cfg.metric)
+    lm_scores = {}
+    for lm in params.lms:
+        specs = lm_specs(params, lm)
+        lm_scores[lm] = SeedScores(_run_scores(params, scorer, [s.name for s in specs]),
+                                   tuple(s.seed for s in specs))
+    tests = (_lm_findings(params, scorer, lm_scores) + _arch_findings(params, scorer, lm_scores)
+             + _decoding_findings(params, scorer, lm_scores) + _encoder_findings(params, scorer, lm_scores)
+             + _music_findings(params, cfg.metric) + _subset_findings(params, subsets or {}, manifest, refs, cfg.metric))
+    findings = [evaluate_finding(spec, a, b, paired_seeds=paired, n_resamples=cfg.n_resamples,
+                                 confidence=cfg.confidence, rng_seed=cfg.rng_seed)
+                for spec, a, b, paired in tests]
+    publish_findings(findings, cfg.conclusions, cfg.findings_md)
+    return findings

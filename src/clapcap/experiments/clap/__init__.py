@@ -1,0 +1,3 @@
+"""The synthetic CLAP's variants (``variants``): each trained, embedded and compared, paired,
+with the synthetic CLAP.
+"""
