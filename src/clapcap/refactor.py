@@ -12,7 +12,9 @@
 4. each canary stage reruns (``dvc repro --single-item --force``) and every one of its
    outputs must hash as ``dvc.lock`` recorded it before. Outputs are byte-stable for this:
    no stage writes a clock time or an MLflow id into a DVC-tracked output (times go to
-   ``reports/build_times.json`` and the MLflow store, which DVC does not track);
+   ``reports/build_times.json`` and the MLflow store, which DVC does not track). Outputs
+   declared ``persist: true`` are not compared: they are resume state a stage keeps between
+   runs (the judges' vote store and their server's log, checkpoints), which a rerun rewrites;
 5. only then DVC's own ``dvc commit --force`` records the new code fingerprints of the other
    stages, which did not run.
 
@@ -132,6 +134,16 @@ def lock_outputs(root: Path) -> dict[str, dict[str, str]]:
             for name, entry in _lock_stages(root).items()}
 
 
+def persisted_outputs(root: Path) -> set[str]:
+    """Output paths declared ``persist: true`` in ``dvc.yaml``, as ``dvc.lock`` writes them."""
+    import contextlib
+
+    from dvc.repo import Repo
+
+    with contextlib.chdir(root), Repo(".") as repo:
+        return {str(o.def_path) for stage in repo.index.stages for o in stage.outs if o.persist}
+
+
 def _read_fingerprints(root: Path) -> dict[str, dict]:
     out = {}
     for p in sorted((root / FINGERPRINT_DIR).glob("*.json")):
@@ -202,6 +214,7 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     if dry_run:
         return result
     recorded = lock_outputs(root)
+    persisted = persisted_outputs(root)
     for stage in result.canary:
         say(f"canary: {stage}")
         run = subprocess.run([*dvc, "repro", "--single-item", "--force", stage], cwd=root,
@@ -212,7 +225,9 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
             return result
         now = lock_outputs(root).get(stage, {})
         diff = sorted(p for p, h in recorded.get(stage, {}).items() if now.get(p) != h)
-        if diff:
+        if kept := [p for p in diff if p in persisted]:
+            say(f"canary {stage}: persisted output(s) rewritten, not compared (resume state): {', '.join(kept)}")
+        if diff := [p for p in diff if p not in persisted]:
             result.changed_outputs[stage] = diff
     if result.changed_outputs:
         for stage, paths in result.changed_outputs.items():

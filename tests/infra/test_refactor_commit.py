@@ -55,13 +55,16 @@ def _project(tmp_path: Path) -> Path:
         (tmp_path / f"pipelines/{name}.py").write_text(
             "import pathlib\n\n\ndef _lazy():\n    from clapcap.lib import shared\n\n\n"
             f"pathlib.Path('out_{name}.txt').write_text('{value}')\n"
-            f"with open('runs.log', 'a') as fh:\n    fh.write('{name}\\n')\n")
+            f"with open('runs.log', 'a') as fh:\n    fh.write('{name}\\n')\n"
+            # resume state a rerun rewrites (as the judges' vote store): persisted, never compared
+            f"with open('state_{name}.log', 'a') as fh:\n    fh.write('run\\n')\n")
     (tmp_path / "params.yaml").write_text("x: 1\n")
     stages = {"code_fingerprints": {"cmd": "python pipelines/code_fingerprints.py", "always_changed": True,
                                     "outs": [{"build/code": {"cache": False, "persist": True}}]}}
     for name in ("one", "two"):
         stages[name] = {"cmd": f"python pipelines/{name}.py", "deps": [f"build/code/{name}.json"],
-                        "params": ["x"], "outs": [f"out_{name}.txt"]}
+                        "params": ["x"],
+                        "outs": [f"out_{name}.txt", {f"state_{name}.log": {"cache": False, "persist": True}}]}
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports/build_times.json").write_text('{"known": {"one": 5.0, "two": 50.0}}')
@@ -89,6 +92,7 @@ def test_a_refactor_is_committed_after_the_canary_and_a_behaviour_change_is_not(
     result = refactor_commit(root, say=said.append)
     assert result.ok, said
     assert result.code_stages == ["one", "two"] and result.canary == ["one"] and result.committed == ["two"]
+    assert any("persisted output(s) rewritten, not compared" in line and "state_one.log" in line for line in said)
     assert (root / "runs.log").read_text().split() == ["one", "two", "one"]  # two did not rerun
     assert "one" not in _status(root) and "two" not in _status(root)
     # A change to stage two's own script only: two alone changed, so two is the canary.
