@@ -134,16 +134,6 @@ def lock_outputs(root: Path) -> dict[str, dict[str, str]]:
             for name, entry in _lock_stages(root).items()}
 
 
-def persisted_outputs(root: Path) -> set[str]:
-    """Output paths declared ``persist: true`` in ``dvc.yaml``, as ``dvc.lock`` writes them."""
-    import contextlib
-
-    from dvc.repo import Repo
-
-    with contextlib.chdir(root), Repo(".") as repo:
-        return {str(o.def_path) for stage in repo.index.stages for o in stage.outs if o.persist}
-
-
 def _read_fingerprints(root: Path) -> dict[str, dict]:
     out = {}
     for p in sorted((root / FINGERPRINT_DIR).glob("*.json")):
@@ -214,7 +204,6 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     if dry_run:
         return result
     recorded = lock_outputs(root)
-    persisted = persisted_outputs(root)
     for stage in result.canary:
         say(f"canary: {stage}")
         run = subprocess.run([*dvc, "repro", "--single-item", "--force", stage], cwd=root,
@@ -225,9 +214,9 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
             return result
         now = lock_outputs(root).get(stage, {})
         diff = sorted(p for p, h in recorded.get(stage, {}).items() if now.get(p) != h)
-        if kept := [p for p in diff if p in persisted]:
+        if kept := [p for p in diff if p in graph.persisted]:
             say(f"canary {stage}: persisted output(s) rewritten, not compared (resume state): {', '.join(kept)}")
-        if diff := [p for p in diff if p not in persisted]:
+        if diff := [p for p in diff if p not in graph.persisted]:
             result.changed_outputs[stage] = diff
     if result.changed_outputs:
         for stage, paths in result.changed_outputs.items():

@@ -64,6 +64,7 @@ class StageGraph:
     upstream: dict[str, set[str]]
     always_changed: set[str] = field(default_factory=set)
     outputs: set[str] = field(default_factory=set)  # every stage output path, relative to the root
+    persisted: set[str] = field(default_factory=set)  # the outputs declared `persist: true` (resume state)
 
     def downstream_closure(self, names: set[str]) -> set[str]:
         """``names`` and every stage that depends on one of them, directly or not."""
@@ -87,14 +88,13 @@ def load_graph(root: str | Path = ".") -> StageGraph:
     # Stage addresses are relative to the working directory: read them from ``root``.
     with contextlib.chdir(root), Repo(".") as repo:
         stages = list(repo.index.stages)
-        graph = repo.index.graph
         order = [s.addressing for s in stages]
         upstream = {s.addressing: set() for s in stages}
-        for stage, dep in graph.edges:  # an edge points from a stage to a stage it depends on
+        for stage, dep in repo.index.graph.edges:  # an edge points from a stage to a stage it depends on
             upstream[stage.addressing].add(dep.addressing)
         always = {s.addressing for s in stages if s.always_changed}
-        outputs = {os.path.relpath(o.fs_path) for s in stages for o in s.outs}
-    return StageGraph(order, upstream, always, outputs)
+        outs = [(os.path.relpath(o.fs_path), o.persist) for s in stages for o in s.outs]
+    return StageGraph(order, upstream, always, {p for p, _ in outs}, {p for p, kept in outs if kept})
 
 
 def dvc_status(root: str | Path = ".", dvc: Sequence[str] = ("dvc",)) -> dict[str, list]:

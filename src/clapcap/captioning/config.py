@@ -1,8 +1,9 @@
 """Typed settings of one captioner and one run: :class:`CaptionerConfig` the architecture,
 :class:`TrainConfig` one training run (its stages: :class:`StageConfig`), :class:`DecodingConfig`
 one decoding configuration. The study's params (``params.yaml`` section ``captioning``) are
-:mod:`clapcap.experiments.captioning.config`. Every class checks its values when built, so a bad value fails at
-``load_section``. This module imports no torch: a config loads, and is checked, without it.
+:mod:`clapcap.experiments.captioning.config`. Every class checks its values when built, so a
+bad value fails at ``load_section``. This module imports no torch: a config loads, and is
+checked, without it.
 """
 
 from __future__ import annotations
