@@ -184,7 +184,6 @@ def collapse_fit(monkeypatch):
     import torch
 
     import clapcap.clap.train as clap
-    import clapcap.robust.train as robust
 
     real_fit = clap.fit
 
@@ -195,9 +194,8 @@ def collapse_fit(monkeypatch):
                 p.zero_()
         return history
 
-    def collapse(on: bool = True) -> None:
-        for module in (clap, robust):  # each binds fit at import
-            monkeypatch.setattr(module, "fit", fit_then_collapse if on else real_fit)
+    def collapse(on: bool = True) -> None:  # every family trains through clapcap.clap.train.train
+        monkeypatch.setattr(clap, "fit", fit_then_collapse if on else real_fit)
 
     return collapse
 

@@ -5,7 +5,7 @@ Usage (the ``sigkill_at`` fixture in tests/conftest.py builds the call)::
     python tests/crash_driver.py '{"kind": ..., "params": {...}, "at": ..., "n": N, "marker": PATH}'
 
 ``kind``: ``clap`` (:func:`~clapcap.clap.train.train_clap`, params of ``TrainClapParams``),
-``tracked_clap`` (the same at its tracked edge, :func:`~clapcap.tracked.clap.run_train_clap`:
+``tracked_clap`` (the same at its tracked edge, :func:`~clapcap.tracked.clap.run_synth_clap`:
 its MLflow run is open at the kill; the store is ``$MLFLOW_TRACKING_URI``),
 ``robust`` (:func:`~clapcap.robust.train.train_robust_clap`, ``RobustTrainParams``) or
 ``embed`` (:func:`~clapcap.encoders.embed.embed_dataset`; params ``encoder`` (an
@@ -143,9 +143,9 @@ def main(spec: dict[str, Any]) -> None:
         train_clap(from_dict(TrainClapParams, params), progress=False)
     elif spec["kind"] == "tracked_clap":
         from clapcap.clap.config import TrainClapParams
-        from clapcap.tracked.clap import run_train_clap
+        from clapcap.tracked.clap import run_synth_clap
 
-        run_train_clap(from_dict(TrainClapParams, params), progress=False)
+        run_synth_clap(from_dict(TrainClapParams, params), progress=False)
     elif spec["kind"] == "robust":
         from clapcap.robust.config import RobustTrainParams
         from clapcap.robust.train import train_robust_clap

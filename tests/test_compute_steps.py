@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from clapcap.clap.optim import OptimConfig
 from clapcap.compute import Compute, ComputeParams, DeviceUnavailable, resolve
+from optim_kw import params_with
 
 
 class Reached(Exception):
@@ -82,8 +84,8 @@ def test_fit_moves_model_and_batches_to_the_device(monkeypatch, tmp_path):
     monkeypatch.setattr(model, "to", lambda device: moved.append(str(device)) or model)
     monkeypatch.setattr(clap_train, "to_device", lambda batch, compute: sent.append(compute.device) or batch)
     batches = [{"x": torch.ones(3, 2)}, {"x": torch.zeros(3, 2)}]
-    clap_train.fit(model, make_batches=lambda epoch: batches, epochs=1, checkpoint_path=tmp_path / "last.pt",
-                   warmup_steps=1, loss_fn=lambda m, b: m(b["x"]).pow(2).mean(), progress=False,
+    clap_train.fit(model, optim=OptimConfig(epochs=1, warmup_steps=1), make_batches=lambda epoch: batches,
+                   checkpoint_path=tmp_path / "last.pt", loss_fn=lambda m, b: m(b["x"]).pow(2).mean(), progress=False,
                    compute=Compute(device="cuda:1"))
     assert moved == ["cuda:1"] and sent == ["cuda:1", "cuda:1"]
 
@@ -97,8 +99,8 @@ def test_fit_on_cpu_really_places_batches(tmp_path):
         seen.append((batch["x"].device.type, next(model.parameters()).device.type))
         return model(batch["x"]).pow(2).mean()
 
-    fit(torch.nn.Linear(2, 1), make_batches=lambda e: [{"x": torch.ones(3, 2)}], epochs=1,
-        checkpoint_path=tmp_path / "last.pt", warmup_steps=1, loss_fn=loss_fn, progress=False,
+    fit(torch.nn.Linear(2, 1), optim=OptimConfig(epochs=1, warmup_steps=1), make_batches=lambda e: [{"x": torch.ones(3, 2)}],
+        checkpoint_path=tmp_path / "last.pt", loss_fn=loss_fn, progress=False,
         compute=resolve(ComputeParams(device="cpu"), environ={}))
     assert seen == [("cpu", "cpu")]
 
@@ -221,7 +223,7 @@ def test_clap_trains_and_embeds_on_cuda(tiny_corpus, tmp_path, precision):
     from clapcap.encoders.embed import embed_dataset
 
     compute = resolve(ComputeParams(device="cuda", precision=precision), environ={})
-    res = train_clap(TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2,
+    res = train_clap(params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2,
                                      batch_size=8, warmup_steps=2, track=False, collapse_alpha=0.0),
                      progress=False, compute=compute)
     assert all(np.isfinite(r["loss"]) for r in res.history)

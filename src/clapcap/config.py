@@ -46,7 +46,7 @@ class _Yaml12FloatLoader(yaml.SafeLoader):
     """PyYAML's safe loader with YAML 1.2's float syntax.
 
     PyYAML follows YAML 1.1, where ``1e-07`` (no dot) is a string. DVC reads and writes
-    ``params.yaml`` as YAML 1.2 (ruamel), and ``dvc exp run -S train_clap.lr=1e-7`` writes
+    ``params.yaml`` as YAML 1.2 (ruamel), and ``dvc exp run -S train_clap.optim.lr=1e-7`` writes
     exactly ``lr: 1e-07``: without this, the stage would refuse the value DVC itself reads
     as a float.
     """
@@ -123,6 +123,15 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+def _nested_hint(unknown: list[str], hints: dict[str, Any]) -> str:
+    """`` (did you mean optim.lr?)`` when the unknown keys are keys of a nested block: what a
+    params file written before the block existed holds."""
+    for name, hint in hints.items():
+        if dataclasses.is_dataclass(hint) and set(unknown) <= {f.name for f in dataclasses.fields(hint)}:
+            return f" (did you mean {', '.join(f'{name}.{k}' for k in unknown)}? they belong in the {name} block)"
+    return ""
+
+
 def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "") -> T:
     """Build dataclass ``cls`` from ``data``.
 
@@ -147,7 +156,7 @@ def from_dict(cls: type[T], data: dict[str, Any], *, where: str = "") -> T:
         first = next(k for k in data if k in unknown)  # the first one in the file
         raise ConfigError(
             f"unknown key(s) {', '.join(prefix + k for k in unknown)} "
-            f"for {cls.__name__}; allowed: {', '.join(sorted(fields))}",
+            f"for {cls.__name__}; allowed: {', '.join(sorted(fields))}{_nested_hint(unknown, hints)}",
             key=prefix + str(first),
         )
     kwargs = {}

@@ -18,6 +18,7 @@ from clapcap.clap import train as clap_train
 from clapcap.clap.config import TrainClapParams
 from clapcap.tracked import clap as tracked_clap
 from clapcap.utils.io import write_json
+from optim_kw import params_with
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def fake_training(monkeypatch):
 
 
 def _params(tiny_corpus, tmp_path, name, out="real", **kw):
-    return TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / out), registered_model=name,
+    return params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / out), registered_model=name,
                            epochs=1, **kw)
 
 
@@ -81,12 +82,12 @@ def test_an_adhoc_toy_run_cannot_take_champion_from_the_pipeline(tiny_corpus, tm
     a fresh store, and the pipeline's real training then failed to compare with it."""
     name = "test-reg-adhoc"
     monkeypatch.delenv("DVC_STAGE", raising=False)  # the CLI, outside DVC
-    tracked_clap.run_train_clap(_params(tiny_corpus, tmp_path, name, out="toy"))
+    tracked_clap.run_synth_clap(_params(tiny_corpus, tmp_path, name, out="toy"))
     assert tracking.alias_version(name, "champion") is None
     tags = _version_tags(name, 1)
     assert tags["clapcap.decision"] == "none" and f"clapcap registry promote {name} 1" in tags["clapcap.reason"]
     monkeypatch.setenv("DVC_STAGE", "train_clap")  # dvc repro
-    tracked_clap.run_train_clap(_params(tiny_corpus, tmp_path, name, out="real", seed=1))
+    tracked_clap.run_synth_clap(_params(tiny_corpus, tmp_path, name, out="real", seed=1))
     assert tracking.alias_version(name, "champion") == 2 and _version_tags(name, 2)["clapcap.reason"] == "no champion yet"
     runs = _runs(name).sort_values("start_time")
     assert list(runs["tags.clapcap.dvc_stage"]) == ["none", "train_clap"]  # only DVC's runs name a DVC stage
@@ -105,8 +106,8 @@ def test_a_candidate_on_other_test_items_is_a_challenger_and_the_stage_succeeds(
                                                                                 monkeypatch, fake_training):
     name = "test-reg-incomparable"
     monkeypatch.setenv("DVC_STAGE", "train_clap")
-    tracked_clap.run_train_clap(_params(tiny_corpus, tmp_path, name, out="toy"))
-    res = tracked_clap.run_train_clap(_params(tiny_corpus, tmp_path, name, out="real", seed=1))  # no exception
+    tracked_clap.run_synth_clap(_params(tiny_corpus, tmp_path, name, out="toy"))
+    res = tracked_clap.run_synth_clap(_params(tiny_corpus, tmp_path, name, out="real", seed=1))  # no exception
     assert not res.skipped
     assert tracking.alias_version(name, "champion") == 1 and tracking.alias_version(name, "challenger") == 2
     tags = _version_tags(name, 2)
@@ -126,14 +127,14 @@ def test_a_rerun_completes_a_registration_that_a_crash_cut_short(tiny_corpus, tm
     with monkeypatch.context() as m:
         m.setattr("clapcap.tracking.promotion.settle", crash)
         with pytest.raises(RuntimeError, match="killed while registering"):
-            tracked_clap.run_train_clap(params)
+            tracked_clap.run_synth_clap(params)
     assert (tmp_path / "real" / clap_train.RESULT).is_file()  # the result was written before the registration
     assert "clapcap.decision" not in _version_tags(name, 1) and tracking.alias_version(name, "champion") is None
-    res = tracked_clap.run_train_clap(params)  # not "skipped" and done: the registration is completed
+    res = tracked_clap.run_synth_clap(params)  # not "skipped" and done: the registration is completed
     assert res.skipped and fake_training == [params.out_dir]  # trained once
     assert tracking.alias_version(name, "champion") == 1 and _version_tags(name, 1)["clapcap.decision"] == "champion"
     n_runs = len(_runs(name))
-    tracked_clap.run_train_clap(params)  # now all done: no run, no version
+    tracked_clap.run_synth_clap(params)  # now all done: no run, no version
     assert len(_runs(name)) == n_runs and tracking.alias_version(name, "challenger") is None
 
 
@@ -147,9 +148,9 @@ def test_a_rerun_registers_a_training_whose_run_failed_before_registering(tiny_c
     with monkeypatch.context() as m:
         m.setattr(clap_train, "test_item_scores", lambda *_a, **_k: (_ for _ in ()).throw(OSError("disk full")))
         with pytest.raises(OSError):
-            tracked_clap.run_train_clap(params)
+            tracked_clap.run_synth_clap(params)
     assert tracking.alias_version(name, "champion") is None
-    tracked_clap.run_train_clap(params)
+    tracked_clap.run_synth_clap(params)
     assert tracking.alias_version(name, "champion") == 1 and fake_training == [params.out_dir]
     runs = _runs(name)
     finished = runs[runs["status"] == "FINISHED"]
@@ -162,15 +163,10 @@ def test_the_minilm_clap_runs_as_the_train_clap_stage_of_dvc_yaml(tiny_corpus, t
                                                                   fake_training):
     import yaml
 
-    from clapcap.clap import minilm_train
-
     monkeypatch.setenv("DVC_STAGE", "train_clap")
-    monkeypatch.setattr(minilm_train, "run_signature", clap_train.run_signature)  # no MiniLM weights to hash
-    monkeypatch.setattr(minilm_train, "train_minilm_clap", lambda params, **kw: clap_train.train_clap(params, **kw))
-    monkeypatch.setattr(minilm_train, "test_item_scores", clap_train.test_item_scores)  # the fake
     name = "test-reg-minilm"
-    tracked_clap.run_train_minilm_clap(minilm_train.MiniLMClapParams(
-        dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "real"), registered_model=name, epochs=1))
+    tracked_clap.run_synth_clap(params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "real"),
+                                            registered_model=name, epochs=1, text_tower="minilm"))
     stages = yaml.safe_load((Path(__file__).parents[2] / "dvc.yaml").read_text())["stages"]
     runs = _runs(name)
     assert list(runs["tags.clapcap.stage"]) == ["train_clap"] and "train_clap" in stages

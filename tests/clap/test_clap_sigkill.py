@@ -7,10 +7,11 @@ import torch
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.train import train_clap
 from clapcap.config import to_dict
+from optim_kw import params_with
 
 
 def _params(tmp_path, tiny_corpus, name: str) -> TrainClapParams:
-    return TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / name), epochs=4, batch_size=8,
+    return params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / name), epochs=4, batch_size=8,
                            warmup_steps=2, track=False, torch_threads=1)
 
 
@@ -44,13 +45,13 @@ def test_sigkill_of_tracked_training_then_rerun_leaves_one_finished_run(
         tiny_corpus, tmp_path, sigkill_at, one_torch_thread, monkeypatch):
     import mlflow
 
-    from clapcap.tracked.clap import run_train_clap
+    from clapcap.tracked.clap import run_synth_clap
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    params = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "tracked"), epochs=4, batch_size=8,
+    params = params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "tracked"), epochs=4, batch_size=8,
                              warmup_steps=2, torch_threads=1, registered_model="t-sigkill-clap")
     sigkill_at("tracked_clap", to_dict(params), at="checkpoint_write", n=3)  # its run is open, epochs 1-2 logged
-    run_train_clap(params, progress=False)
+    run_synth_clap(params, progress=False)
 
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name("clapcap-retrieval")

@@ -5,8 +5,10 @@ import json
 import numpy as np
 import pytest
 import torch
+from optim_kw import params_with
 
 from clapcap.clap.config import TrainClapParams
+from clapcap.clap.optim import OptimConfig
 from clapcap.clap.train import (
     TrainingCollapsed,
     symmetric_contrastive_loss,
@@ -18,7 +20,7 @@ from clapcap.clap.train import (
 def _params(tmp_path, tiny_corpus, **kw):
     base = dict(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
                 warmup_steps=2, track=False)
-    return TrainClapParams(**{**base, **kw})
+    return params_with(TrainClapParams, **{**base, **kw})
 
 
 def test_train_save_load_and_skip(tiny_corpus, tmp_path):
@@ -150,12 +152,12 @@ def test_loss_and_recall_helpers():
 @pytest.mark.slow
 def test_tracked_run_registers_champion(tiny_corpus, tmp_path, mlflow_uri, monkeypatch):
     from clapcap import tracking
-    from clapcap.tracked.clap import run_train_clap
+    from clapcap.tracked.clap import run_synth_clap
 
     monkeypatch.setenv("DVC_STAGE", "train_clap")  # the pipeline's stage: it may move @champion
 
     params = _params(tmp_path, tiny_corpus, epochs=1, track=True, registered_model="test-synth-clap")
-    res = run_train_clap(params, progress=False)
+    res = run_synth_clap(params, progress=False)
     version = tracking.get_model_version_by_alias("test-synth-clap", "champion")
     assert int(version.version) == 1
     model = tracking.load_pyfunc_model("models:/test-synth-clap@champion")
@@ -180,19 +182,19 @@ def test_worse_registration_leaves_champion_and_becomes_challenger(tiny_corpus, 
     import mlflow
 
     from clapcap import tracking
-    from clapcap.tracked.clap import run_train_clap
+    from clapcap.tracked.clap import run_synth_clap
 
     monkeypatch.setenv("DVC_STAGE", "train_clap")
 
     name = "test-evidence-clap"
     good = _params(tmp_path, tiny_corpus, epochs=2, track=True, registered_model=name)
-    run_train_clap(good, progress=False)
+    run_synth_clap(good, progress=False)
     n_runs = len(tracking.search_runs("clapcap-retrieval"))
-    run_train_clap(good, progress=False)  # skipped: result exists, so no run
+    run_synth_clap(good, progress=False)  # skipped: result exists, so no run
     assert len(tracking.search_runs("clapcap-retrieval")) == n_runs
     worse = _params(tmp_path, tiny_corpus, epochs=1, lr=1e-9, track=True, registered_model=name,
                     collapse_alpha=0.0, out_dir=str(tmp_path / "worse"))
-    run_train_clap(worse, progress=False)
+    run_synth_clap(worse, progress=False)
     assert tracking.alias_version(name, "champion") == 1 and tracking.alias_version(name, "challenger") == 2
     tags = mlflow.MlflowClient().get_model_version(name, "2").tags
     assert tags["clapcap.decision"] == "challenger" and tags["clapcap.compared_to"] == "1"
@@ -212,9 +214,41 @@ def test_fit_param_groups_give_each_group_its_own_lr(tmp_path):
         return (m["b"](m["a"](batch["x"])) ** 2).mean()
 
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    fit(model, make_batches=lambda e: [{"x": x}], epochs=2, checkpoint_path=tmp_path / "last.pt", lr=1e-2,
-        warmup_steps=1, loss_fn=loss_fn, progress=False,
+    fit(model, optim=OptimConfig(epochs=2, lr=1e-2, warmup_steps=1), make_batches=lambda e: [{"x": x}],
+        checkpoint_path=tmp_path / "last.pt", loss_fn=loss_fn, progress=False,
         param_groups=lambda m: [{"params": m["a"].parameters(), "lr": 0.0}, {"params": m["b"].parameters()}])
     after = model.state_dict()
     assert torch.equal(after["a.weight"], before["a.weight"])
     assert not torch.equal(after["b.weight"], before["b.weight"])
+
+
+def test_the_optim_block_leaves_every_signature_as_it_was():
+    """The optimiser keys moved into ``optim`` (one typed block for every CLAP family); the
+    signatures still hash them flat, as before, so results and checkpoints of earlier builds
+    are recognised (a rebuild retrains nothing). The key sets are the ones hashed before the move."""
+    from clapcap.clap.train import _UNTRACKED, _UNTRACKED_MINILM, signature_params
+    from clapcap.robust.config import RobustTrainParams
+    from clapcap.robust.train import _UNTRACKED as ROBUST_UNTRACKED
+
+    optim = {"epochs", "batch_size", "lr", "weight_decay", "warmup_steps", "seed"}
+    scratch = signature_params(TrainClapParams(), _UNTRACKED)
+    assert set(scratch) == optim | {"model", "min_word_count", "eval_split", "caption_column", "text_tower",
+                                    "text_dir", "text_trainable_layers", "text_lr"}
+    assert scratch["epochs"] == 20 and scratch["lr"] == 1e-3 and "optim" not in scratch
+    minilm = signature_params(TrainClapParams(text_tower="minilm"), _UNTRACKED_MINILM)
+    assert set(minilm) == optim | {"model", "eval_split", "caption_column", "text_trainable_layers", "text_lr"}
+    robust = signature_params(RobustTrainParams(), ROBUST_UNTRACKED)
+    assert set(robust) == optim | {"loss", "data_fraction", "extend_vocab", "freeze_audio", "text_trainable_layers",
+                                   "text_lr", "eval_split"}
+    assert (robust["epochs"], robust["lr"], robust["warmup_steps"]) == (4, 5e-4, 10)
+
+
+def test_optim_block_rejects_a_bad_value_by_its_path():
+    from clapcap.config import ConfigError, from_dict
+
+    with pytest.raises(ConfigError, match=r"optim.epochs: expected >= 1, found 0"):
+        from_dict(TrainClapParams, {"optim": {"epochs": 0}}, where="train_clap")
+    with pytest.raises(ConfigError, match=r"optim.lr: expected > 0, found 0.0"):
+        from_dict(TrainClapParams, {"optim": {"lr": 0}}, where="train_clap")
+    with pytest.raises(ConfigError, match=r"optim.batch_size: expected >= 2"):
+        from_dict(TrainClapParams, {"optim": {"batch_size": 1}}, where="train_clap")

@@ -34,7 +34,8 @@ INFERENCE = (
 )
 TRAINING = (
     "captioning/train.py", "experiments/captioning/study.py", "experiments/captioning/lr_search.py",
-    "clap/train.py", "clap/minilm_train.py", "clap/default.py", "experiments/clap/variants.py", "robust/train.py",
+    "clap/train.py", "clap/task.py", "clap/tasks.py", "clap/optim.py", "experiments/clap/variants.py",
+    "robust/train.py",
 )
 # Data formats, the CLAP model, encoders, retrieval metrics and captioning models.
 MODEL_CODE = (

@@ -47,7 +47,7 @@ def test_worse_experiment_becomes_challenger(tmp_path, tiny_corpus):
     env = dvc_env(tracking, OMP_NUM_THREADS="1")
     _repo(root, tiny_corpus, env)
     run([*DVC, "repro"], root, env)
-    run([*DVC, "exp", "run", "-n", "worse", "-S", "train_clap.lr=1e-7", "-S", "train_clap.epochs=1"], root, env)
+    run([*DVC, "exp", "run", "-n", "worse", "-S", "train_clap.optim.lr=1e-7", "-S", "train_clap.optim.epochs=1"], root, env)
 
     mlflow.set_tracking_uri(tracking)
     client = mlflow.MlflowClient()

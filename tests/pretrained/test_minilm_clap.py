@@ -1,21 +1,24 @@
 """The MiniLM-text-tower CLAP: the converted tower is MiniLM, it trains, saves and loads as a ClapModel."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from clapcap.clap.config import TrainClapParams
 from clapcap.clap.minilm import (
     build_minilm_clap,
     load_minilm_text_tower,
     set_text_trainable,
 )
-from clapcap.clap.minilm_train import MiniLMClapParams, train_minilm_clap
 from clapcap.clap.model import TinyClapConfig
+from clapcap.clap.train import train_clap
 from clapcap.config import ConfigError
 from clapcap.pretrained.assets import minilm_dir
+from optim_kw import params_with
 
 CAPTIONS = ["a dog barks twice", "rain falls on a tin roof while thunder rumbles", "music"]
 
@@ -66,7 +69,7 @@ def test_trainable_layers(built):
     assert not tower.embeddings.word_embeddings.weight.requires_grad and top2
     assert len(set_text_trainable(model, -1)) == len(list(tower.parameters()))
     with pytest.raises(ConfigError):
-        MiniLMClapParams(text_trainable_layers=-2)
+        TrainClapParams(text_tower="minilm", text_trainable_layers=-2)
 
 
 def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
@@ -75,9 +78,10 @@ def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
     from clapcap.encoders.base import EncoderConfig
     from clapcap.encoders.factory import create_encoder
 
-    params = MiniLMClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=2, batch_size=8,
-                              warmup_steps=2, text_trainable_layers=0, collapse_alpha=0.0, track=False)
-    res = train_minilm_clap(params, progress=False)
+    params = params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=2,
+                         batch_size=8, warmup_steps=2, text_tower="minilm", text_trainable_layers=0,
+                         collapse_alpha=0.0, track=False)
+    res = train_clap(params, progress=False)
     assert len(res.history) == 2 and all(np.isfinite(r["loss"]) for r in res.history)
     sidecar = json.loads((tmp_path / "m" / "model" / "clapcap_encoder.json").read_text())
     assert sidecar["text_tower"].endswith("all-MiniLM-L6-v2") and sidecar["text_trainable_layers"] == 0
@@ -88,9 +92,9 @@ def test_train_frozen_tower_save_load_and_skip(tiny_corpus, tmp_path):
     assert type(enc.tokenizer).__name__ == "BertTokenizerFast"
     emb = enc.embed_text(CAPTIONS)
     assert emb.shape == (3, 64) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
-    assert train_minilm_clap(params, progress=False).skipped
-    other = train_minilm_clap(MiniLMClapParams(**{**params.__dict__, "text_trainable_layers": 1, "epochs": 1}),
-                              progress=False)
+    assert train_clap(params, progress=False).skipped
+    other = train_clap(replace(params, text_trainable_layers=1, optim=replace(params.optim, epochs=1)),
+                       progress=False)
     assert not other.skipped and other.signature != res.signature
 
 
@@ -101,13 +105,13 @@ def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     from clapcap.experiments.clap.variants import ClapVariantStudy, evaluate_variant
     from clapcap.tracked.clap import run_synth_clap
 
-    base = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1, batch_size=8,
-                           warmup_steps=1, collapse_alpha=0.0, track=False, text_tower="minilm",
-                           text_trainable_layers=2)
+    base = params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "m"), epochs=1,
+                       batch_size=8, warmup_steps=1, collapse_alpha=0.0, track=False, text_tower="minilm",
+                       text_trainable_layers=2)
     baseline = embed_dataset(EncoderConfig(name="random", checkpoint=""), tiny_corpus, "test",
                              tmp_path / "emb" / "random" / "corpus" / "test.npz", progress=False)
     study = ClapVariantStudy(variants={"frozen": {"text_trainable_layers": 0},
-                                       "scratch": {"text_tower": "scratch", "epochs": 2}},
+                                       "scratch": {"text_tower": "scratch", "optim": {"epochs": 2}}},
                              out_root=str(tmp_path / "models"), split="test", dump_dir=str(tmp_path / "emb"),
                              baseline="random", baseline_dump=str(baseline), metrics_dir=str(tmp_path / "metrics"),
                              n_resamples=50)
@@ -116,7 +120,8 @@ def test_study_variants_evaluate_against_the_baseline(tiny_corpus, tmp_path):
     with pytest.raises(ConfigError, match="unknown field"):
         ClapVariantStudy(variants={"x": {"text_layers": 1}}).params_for(base, "x")
     scratch = study.params_for(base, "scratch")  # the MiniLM-only fields go back to their defaults
-    assert (scratch.text_tower, scratch.text_trainable_layers, scratch.epochs) == ("scratch", -1, 2)
+    assert (scratch.text_tower, scratch.text_trainable_layers, scratch.optim.epochs) == ("scratch", -1, 2)
+    assert scratch.optim.batch_size == 8  # the rest of the optim block is the base's
     assert scratch.registered_model == "clapcap-clap-scratch"
     params = study.params_for(base, "frozen")
     assert params.out_dir == str(tmp_path / "models" / "clap_frozen") and params.text_trainable_layers == 0

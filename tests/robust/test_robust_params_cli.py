@@ -37,7 +37,9 @@ def test_unknown_and_mistyped_keys_are_rejected():
     with pytest.raises(ConfigError, match="robust_train.loss.w_view3"):
         from_dict(RobustTrainParams, {"loss": {"w_view3": 1.0}}, where="robust_train")
     with pytest.raises(ConfigError, match="expected float"):
-        from_dict(RobustTrainParams, {"lr": "fast"})
+        from_dict(RobustTrainParams, {"optim": {"lr": "fast"}})
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) lr, seed .*did you mean optim.lr, optim.seed\?"):
+        from_dict(RobustTrainParams, {"lr": 0.1, "seed": 3})  # a params file from before the optim block
     with pytest.raises(ConfigError, match="expected one of"):
         from_dict(ParaphraseParams, {"backend": "gpt"})
 

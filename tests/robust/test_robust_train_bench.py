@@ -10,6 +10,7 @@ import torch
 from clapcap.experiments.robust.config import RobustBenchParams
 from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
 from clapcap.robust.config import MultiViewLossConfig, RobustTrainParams
+from optim_kw import params_with
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def _train_params(root, **kw):
     base = dict(paraphrase_dir=str(root / "para"), base_model=str(root / "base"), out_dir=str(root / "robust"),
                 epochs=1, batch_size=8, warmup_steps=1, track=False,
                 loss=MultiViewLossConfig(view2_start_epoch=1))
-    return RobustTrainParams(**{**base, **kw})
+    return params_with(RobustTrainParams, **{**base, **kw})
 
 
 def test_train_resume_skip_and_benchmark(robust_setup, tmp_path, caplog):

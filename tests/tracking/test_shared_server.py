@@ -22,7 +22,8 @@ from clapcap import tracking
 from clapcap.clap.config import TrainClapParams
 from clapcap.cli import main
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
-from clapcap.tracked.clap import run_train_clap
+from clapcap.tracked.clap import run_synth_clap
+from optim_kw import params_with
 
 pytestmark = pytest.mark.services
 
@@ -75,9 +76,9 @@ def test_stages_log_to_the_shared_server_and_another_machine_loads_the_champion(
     monkeypatch.setenv("MLFLOW_TRACKING_URI", stack.tracking_uri)
     monkeypatch.setenv("DVC_STAGE", "train_clap")  # as under `dvc repro`: only the pipeline moves @champion
     # A training stage and an evaluation stage, through the project's own library and CLI.
-    params = TrainClapParams(dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
+    params = params_with(TrainClapParams, dataset_dir=str(tiny_corpus), out_dir=str(tmp_path / "clap"), epochs=2, batch_size=8,
                              warmup_steps=2, collapse_alpha=0.0, registered_model=NAME, torch_threads=1)
-    res = run_train_clap(params, progress=False)
+    res = run_synth_clap(params, progress=False)
     dump = REPO / "tests" / "fixtures" / "dumps" / "clotho_like.npz"
     assert main(["retrieval", "evaluate", str(dump), "--out", str(tmp_path / "eval.json"), "--mlflow",
                  "--bootstrap", "50"]) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clapcap.clap.model import TinyClapConfig
+from clapcap.clap.optim import OptimConfig
 from clapcap.config import ConfigError
 
 TEXT_TOWERS = ("scratch", "minilm")
@@ -16,21 +17,17 @@ class TrainClapParams:
     """Section ``train_clap``: train a CLAP on a dataset's train split.
 
     ``text_tower``: ``minilm`` (the synthetic CLAP: the real all-MiniLM-L6-v2 as the text tower,
-    :mod:`clapcap.clap.minilm_train`; ``text_dir``, ``text_trainable_layers`` and
+    :func:`clapcap.clap.tasks.minilm_task`; ``text_dir``, ``text_trainable_layers`` and
     ``text_lr`` apply) or ``scratch`` (the tiny word-level tower trained from scratch with
-    the audio tower, :func:`clapcap.clap.train.train_clap`; the fast test fixture). ``model``
-    is the audio tower and projection in both.
+    the audio tower, :func:`clapcap.clap.tasks.scratch_task`; the fast test fixture). ``model``
+    is the audio tower and projection in both; ``optim`` the optimiser block
+    (:class:`~clapcap.clap.optim.OptimConfig`). :func:`clapcap.clap.train.train_clap` trains either.
     """
 
     dataset_dir: str = "data/corpus"
     out_dir: str = "models/synth_clap"
     model: TinyClapConfig = field(default_factory=TinyClapConfig)
-    epochs: int = 20
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_steps: int = 50
-    seed: int = 0
+    optim: OptimConfig = field(default_factory=OptimConfig)
     min_word_count: int = 1
     eval_split: str = "val"
     collapse_alpha: float = 0.01  # permutation test vs chance (clapcap.clap.collapse); 0 = off
@@ -53,3 +50,6 @@ class TrainClapParams:
         if self.text_tower == "scratch" and (self.text_dir or self.text_trainable_layers != -1):
             raise ConfigError("train_clap: text_dir and text_trainable_layers apply to text_tower: minilm only "
                               "(a scratch text tower trains whole)")
+        if self.text_trainable_layers < -1 or self.text_lr < 0:
+            raise ConfigError(f"train_clap: expected text_trainable_layers -1 (all), 0 (frozen) or a layer count and "
+                              f"text_lr >= 0, got {self.text_trainable_layers} and {self.text_lr}")

@@ -1,21 +1,20 @@
-"""Contrastive training of a transformers ``ClapModel`` (the synthetic CLAP).
+"""The CLAP trainer: one resumable loop for every CLAP family.
 
-Reusable pieces (RobustCLAP imports them):
-
-- :func:`clap_batches` - shuffled batches from a :class:`~clapcap.clap.features.FeatureCache`
-  (one random caption per clip, seeded per epoch so a resumed run sees the same batches);
-- :func:`symmetric_contrastive_loss` - the default ``loss_fn(model, batch) -> Tensor``;
-- :func:`embed_cache` / :func:`t2a_recall` - validation embeddings and text-to-audio R@k;
 - :func:`fit` - the resumable epoch loop (checkpoint after every epoch, so a crash loses at
-  most the current epoch); it takes any ``loss_fn`` and ``make_batches``;
-- :func:`train_clap` - the whole step: cache features, build, fit, guard, save.
+  most the current epoch), with the :class:`~clapcap.clap.optim.OptimConfig` schedule;
+- :func:`train` - a :class:`~clapcap.clap.task.ClapTask` (the family's model, batches, loss,
+  parameter groups and text freezing) through :func:`fit`;
+- :func:`check_collapse` - the guard against training that stayed at chance;
+- :func:`train_clap` - the ``train_clap`` step: build the task of ``text_tower``
+  (:mod:`clapcap.clap.tasks`), train, save, guard. RobustCLAP's step is
+  :func:`clapcap.robust.train.train_robust_clap`, through the same :func:`train`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -25,28 +24,32 @@ import numpy as np
 from clapcap.clap.collapse import ChanceTest, chance_test, collapse_advice, split_size_advice
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.features import FeatureCache, cache_features
-from clapcap.clap.model import (
-    build_feature_extractor,
-    build_tiny_clap,
-    build_vocab,
-    load_clap,
-    save_clap,
-    tiny_preprocessing,
+from clapcap.clap.frozen_text import cached_frozen_bottom, precompute
+from clapcap.clap.model import load_clap, save_clap
+from clapcap.clap.optim import OptimConfig, make_optimizer
+from clapcap.clap.preprocessing import ClapPreprocessing
+from clapcap.clap.task import (  # re-exported: the loop's callers and tests import them from here
+    Batch,
+    ClapTask,
+    LossFn,
+    clap_batches,
+    embed_cache,
+    symmetric_contrastive_loss,
+    t2a_recall,
 )
-from clapcap.clap.preprocessing import ClapPreprocessing, tokenize
-from clapcap.compute import Compute, adamw, full_precision, or_default, to_device
+from clapcap.compute import Compute, or_default, to_device
 from clapcap.config import to_dict
 from clapcap.data.prepare import dataset_fingerprint
 from clapcap.errors import ClapcapError
 from clapcap.retrieval.item_scores import retrieval_item_scores
-from clapcap.retrieval.ranking import single_positive_ranks
-from clapcap.utils.io import read_json, remove_stale_temps, sha256_json, write_json
+from clapcap.utils.io import read_json, remove_stale_temps, sha256_file, sha256_json, write_json
 from clapcap.utils.torch_io import save_torch
+
+__all__ = ["Batch", "ClapTask", "LossFn", "TrainClapResult", "TrainingCollapsed", "check_collapse", "clap_batches",
+           "embed_cache", "fit", "symmetric_contrastive_loss", "t2a_recall", "train", "train_clap"]
 
 logger = logging.getLogger(__name__)
 
-Batch = dict[str, Any]
-LossFn = Callable[[Any, Batch], Any]
 RESULT = "train_result.json"
 COLLAPSED = "collapsed.json"
 
@@ -55,99 +58,14 @@ class TrainingCollapsed(ClapcapError, RuntimeError):
     """Validation retrieval stayed near chance: the contrastive training collapsed."""
 
 
-def clap_batches(cache: FeatureCache, tokenizer: Any, *, batch_size: int, seed: int,
-                 column: str = "captions") -> list[Batch]:
-    """Shuffled batches of distinct clips with one random caption each (deterministic per seed)."""
-    import torch
-
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(cache))
-    batches = []
-    for start in range(0, len(order) - 1, batch_size):
-        idx = order[start:start + batch_size]
-        if len(idx) < 2:  # a contrastive batch needs negatives
-            continue
-        caps = [cache.captions[column][i][rng.integers(len(cache.captions[column][i]))] for i in idx]
-        batches.append({"input_features": torch.from_numpy(cache.features[idx].astype(np.float32)),
-                        "is_longer": torch.from_numpy(cache.is_longer[idx]),
-                        "clip_index": torch.from_numpy(idx), **tokenize(tokenizer, caps)})
-    return batches
-
-
-def symmetric_contrastive_loss(model: Any, batch: Batch) -> Any:
-    """CLIP loss: mean of audio->text and text->audio cross-entropy over the batch.
-
-    The towers may run under bf16 autocast; the logits, temperature and cross-entropy are
-    computed in fp32 outside it (:func:`~clapcap.compute.full_precision`): a bf16 logit has
-    8 bits of mantissa, too coarse for a softmax over the batch at temperature up to 100.
-    """
-    import torch
-    import torch.nn.functional as F
-
-    audio = model.get_audio_features(input_features=batch["input_features"], is_longer=batch["is_longer"])
-    text = model.get_text_features(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    with full_precision(audio.device.type):
-        audio, text = audio.float(), text.float()  # no-ops on fp32 tensors
-        logits_t2a = model.logit_scale_t.exp().clamp(max=100) * text @ audio.T  # (B, B)
-        logits_a2t = model.logit_scale_a.exp().clamp(max=100) * audio @ text.T
-        labels = torch.arange(audio.shape[0], device=audio.device)
-        return (F.cross_entropy(logits_t2a, labels) + F.cross_entropy(logits_a2t, labels)) / 2
-
-
-def embed_cache(model: Any, tokenizer: Any, cache: FeatureCache, *, column: str = "captions",
-                batch_size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Embed cached clips and all their captions on the model's device, in fp32 (no autocast).
-
-    Returns:
-        ``(audio, text, caption_clip_index)`` as NumPy arrays (on the CPU).
-    """
-    import torch
-
-    caps = [(i, c) for i, cs in enumerate(cache.captions[column]) for c in cs]
-    audio, text = [], []
-    device = next(model.parameters()).device  # batches follow the model (hand-written: one line)
-    model.eval()
-    with torch.inference_mode():
-        for s in range(0, len(cache), batch_size):
-            feats = torch.from_numpy(cache.features[s:s + batch_size].astype(np.float32)).to(device)
-            longer = torch.from_numpy(cache.is_longer[s:s + batch_size]).to(device)
-            audio.append(model.get_audio_features(input_features=feats, is_longer=longer).float().cpu().numpy())
-        for s in range(0, len(caps), batch_size):
-            enc = tokenize(tokenizer, [c for _, c in caps[s:s + batch_size]])
-            text.append(model.get_text_features(**{k: v.to(device) for k, v in enc.items()}).float().cpu().numpy())
-    return np.concatenate(audio), np.concatenate(text), np.array([i for i, _ in caps], dtype=np.int64)
-
-
-def t2a_recall(audio: np.ndarray, text: np.ndarray, clip_index: np.ndarray, ks: Iterable[int] = (1, 10)) -> dict:
-    """Text-to-audio recall@k (ties pessimistic) plus chance levels ``chance@k = k / n_clips``."""
-    a = audio / np.linalg.norm(audio, axis=1, keepdims=True)
-    t = text / np.linalg.norm(text, axis=1, keepdims=True)
-    sim = t @ a.T  # (n_captions, n_clips)
-    rank = single_positive_ranks(sim, clip_index)  # 1-based; equal scores count against the positive
-    out = {}
-    for k in ks:
-        out[f"t2a_r@{k}"] = float((rank <= k).mean())
-        out[f"chance@{k}"] = min(1.0, k / a.shape[0])
-    return out
-
-
-def _lr_lambda(warmup: int, total: int) -> Callable[[int], float]:
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + np.cos(np.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
-    return f
-
-
-def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, checkpoint_path: str | Path,
-        lr: float = 1e-3, weight_decay: float = 0.01, warmup_steps: int = 50,
+def fit(model: Any, *, optim: OptimConfig, make_batches: Callable[[int], list[Batch]], checkpoint_path: str | Path,
         loss_fn: LossFn = symmetric_contrastive_loss,
         evaluate: Callable[[Any], dict[str, float]] | None = None,
         on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
         signature: str = "", progress: bool = True, compute: Compute | None = None,
         param_groups: Callable[[Any], list[dict[str, Any]]] | None = None,
         eval_every: int = 1) -> list[dict[str, float]]:
-    """Train ``model`` for ``epochs`` on ``compute.device``, resuming from ``checkpoint_path``.
+    """Train ``model`` for ``optim.epochs`` on ``compute.device``, resuming from ``checkpoint_path``.
 
     The model is moved to ``compute.device`` before the optimizer is built, and each batch
     before its step (:func:`~clapcap.compute.to_device`); ``loss_fn`` runs under
@@ -162,9 +80,11 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
     loses at most the epoch in progress, and the resumed run ends with the same weights,
     bit for bit, as an uninterrupted one (same machine and thread count).
 
-    ``param_groups(model)`` (optional) returns AdamW parameter groups, for example a smaller
-    ``lr`` for a pretrained tower; ``lr`` and ``weight_decay`` are the defaults of every group,
-    the schedule scales each group's own LR. Parameters with ``requires_grad=False`` are
+    ``optim`` gives the epochs and the optimiser (:func:`~clapcap.clap.optim.make_optimizer`:
+    AdamW, warm-up then cosine over all the steps); its ``batch_size`` and ``seed`` are the
+    batches' business (``make_batches``). ``param_groups(model)`` (optional) returns AdamW
+    parameter groups, for example a smaller ``lr`` for a pretrained tower; ``optim.lr`` and
+    ``optim.weight_decay`` are the defaults of every group, the schedule scales each group's own LR. Parameters with ``requires_grad=False`` are
     frozen either way.
 
     ``evaluate(model)`` runs after every ``eval_every``-th epoch and after the last one (it
@@ -180,10 +100,9 @@ def fit(model: Any, *, make_batches: Callable[[int], list[Batch]], epochs: int, 
         raise ValueError(f"eval_every: expected an epoch count >= 1, found {eval_every}")
     compute = or_default(compute)
     model.to(compute.device)  # hand-written placement: the loop below is ours, not accelerate's
-    steps_per_epoch = len(make_batches(0))
+    epochs, steps_per_epoch = optim.epochs, len(make_batches(0))
     groups = param_groups(model) if param_groups is not None else model.parameters()
-    opt = adamw(groups, lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(warmup_steps, epochs * steps_per_epoch))
+    opt, sched = make_optimizer(groups, optim, epochs * steps_per_epoch)
     checkpoint_path = Path(checkpoint_path)
     history = _resume(checkpoint_path, signature, model, opt, sched)
     for epoch in range(len(history), epochs):
@@ -313,23 +232,62 @@ class TrainClapResult:
     skipped: bool = False
 
 
+def train(task: ClapTask, optim: OptimConfig, *, checkpoint_path: Path, signature: str, eval_every: int = 1,
+          progress: bool = True, on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
+          compute: Compute | None = None) -> list[dict[str, float]]:
+    """Train ``task.model`` with ``optim`` (:func:`fit`), its text tower's frozen bottom computed
+    once per text when ``task.text_trainable_layers`` leaves one
+    (:func:`~clapcap.clap.frozen_text.cached_frozen_bottom`; the tower is restored on return).
+
+    Returns:
+        The per-epoch history of :func:`fit`.
+    """
+    with cached_frozen_bottom(task.model, task.text_trainable_layers, store=task.text_store,
+                              read_only=task.text_store_read_only) as n_cached:
+        if n_cached and task.precompute:
+            precompute(task.model, task.tokenizer, task.precompute, progress=progress)
+        logger.info("text tower: %d frozen layer(s) computed once per text", n_cached)
+        return fit(task.model, optim=optim, make_batches=task.batches, checkpoint_path=checkpoint_path,
+                   loss_fn=task.loss, evaluate=task.evaluate, on_epoch_end=on_epoch_end, signature=signature,
+                   progress=progress, compute=compute, param_groups=task.param_groups, eval_every=eval_every)
+
+
 # Not in the signature: they do not decide the weights (the collapse level only judges them).
 _UNTRACKED = ("track", "registered_model", "alias", "torch_threads", "out_dir", "dataset_dir",
               "collapse_alpha", "eval_every")
+# A MiniLM tower's signature leaves out what names its tower (its weights are hashed instead)
+# and what only the scratch tower reads.
+_UNTRACKED_MINILM = (*_UNTRACKED, "text_dir", "text_tower", "min_word_count")
+
+
+def signature_params(params: Any, untracked: tuple[str, ...]) -> dict[str, Any]:
+    """``params`` as the signature hashes them: the ``optim`` block's keys at the top level,
+    as they were before the block existed, so that results and checkpoints of earlier builds
+    keep their signature (a rebuild of unchanged settings retrains nothing)."""
+    flat = to_dict(params)
+    flat.update(flat.pop("optim"))
+    return {k: v for k, v in flat.items() if k not in untracked}
 
 
 def run_signature(cfg: TrainClapParams, dataset_dir: Path, compute: Compute | None = None) -> str:
     """Hash of what decides the trained weights: the params and the dataset's content (no
-    path, no mtime, so two clones of the repository agree).
+    path, no mtime, so two clones of the repository agree); a MiniLM tower adds its weights'
+    SHA-256 (the tower's folder is not hashed by name).
 
     The device is not part of it (a run resumes across devices; docs/compute.md). A bf16 run
     adds its precision, so it never passes for an fp32 run; fp32 leaves the hash unchanged.
     """
-
-    params = {k: v for k, v in to_dict(cfg).items() if k not in _UNTRACKED}
+    minilm = cfg.text_tower == "minilm"
+    params = signature_params(cfg, _UNTRACKED_MINILM if minilm else _UNTRACKED)
+    if minilm:
+        params["audio"] = params.pop("model")
     if compute is not None and compute.precision != "fp32":
         params["precision"] = compute.precision
-    return sha256_json([params, dataset_fingerprint(dataset_dir)])
+    if not minilm:
+        return sha256_json([params, dataset_fingerprint(dataset_dir)])
+    from clapcap.clap.tasks import text_dir_of
+
+    return sha256_json([params, dataset_fingerprint(dataset_dir), sha256_file(text_dir_of(cfg) / "model.safetensors")])
 
 
 def _load_done(result_path: Path, signature: str) -> TrainClapResult | None:
@@ -348,7 +306,8 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
                *, progress: bool = True,
                on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
                compute: Compute | None = None) -> TrainClapResult:
-    """Train the tiny synthetic CLAP on the train split on ``compute.device``; save it to ``out_dir/model``.
+    """Train the CLAP of ``cfg`` (the task of ``cfg.text_tower``, :mod:`clapcap.clap.tasks`) on
+    the train split on ``compute.device``; save it to ``out_dir/model``.
 
     Skips all work when ``out_dir/train_result.json`` exists for the same params
     (:func:`run_signature`). Resumes from ``out_dir/checkpoints/last.pt`` after a crash, even
@@ -362,8 +321,11 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
     Raises:
         TrainingCollapsed: when validation retrieval is not better than chance (the model and
             ``out_dir/collapsed.json`` are kept for inspection).
+        MissingDependencyError: for a MiniLM tower when the MiniLM package is not installed.
     """
     import torch
+
+    from clapcap.clap.tasks import TASKS
 
     compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     dataset_dir, out_dir = Path(dataset_dir or cfg.dataset_dir), Path(out_dir or cfg.out_dir)
@@ -373,38 +335,29 @@ def train_clap(cfg: TrainClapParams, dataset_dir: str | Path | None = None, out_
         return done
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)
-    prep, col = ClapPreprocessing(mel_floor_db=cfg.model.mel_floor_db), cfg.caption_column
-    fe = build_feature_extractor(cfg.model)
-    train, val = (cache_features(fe, prep, dataset_dir, split, out_dir / "cache" / f"{split}.npz",
-                                 caption_columns=[col], progress=progress) for split in ("train", cfg.eval_split))
-    vocab = build_vocab((c for cs in train.captions[col] for c in cs), min_count=cfg.min_word_count)
-    model, tokenizer, fe = build_tiny_clap(cfg.model, vocab, seed=cfg.seed)
-
-    def make_batches(epoch: int) -> list[Batch]:
-        return clap_batches(train, tokenizer, batch_size=cfg.batch_size, seed=cfg.seed * 1000 + epoch, column=col)
-
-    history = fit(model, make_batches=make_batches, epochs=cfg.epochs,
-                  checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=cfg.lr,
-                  weight_decay=cfg.weight_decay, warmup_steps=cfg.warmup_steps, signature=sig,
-                  evaluate=lambda m: t2a_recall(*embed_cache(m, tokenizer, val, column=col)),
-                  on_epoch_end=on_epoch_end, progress=progress, compute=compute, eval_every=cfg.eval_every)
+    built = TASKS[cfg.text_tower](cfg, dataset_dir, out_dir, progress=progress)
+    task = built.task
+    history = train(task, cfg.optim, checkpoint_path=out_dir / "checkpoints" / "last.pt", signature=sig,
+                    eval_every=cfg.eval_every, progress=progress, on_epoch_end=on_epoch_end, compute=compute)
     final = {k: v for k, v in history[-1].items() if k != "epoch"}
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
-    model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=tiny_preprocessing(cfg.model))
+    model_dir = save_clap(task.model, task.tokenizer, built.feature_extractor, out_dir / "model",
+                          preprocessing=built.preprocessing)
     result = TrainClapResult(model_dir=str(model_dir), result_path=str(out_dir / RESULT), history=history,
                              val=final, signature=sig)
-    chance_loss = float(np.mean([np.log(len(b["clip_index"])) for b in make_batches(0)]))  # CLIP loss at chance
-    check_collapse(model, tokenizer, val, alpha=cfg.collapse_alpha, out_dir=out_dir, split=cfg.eval_split,
-                   lr=cfg.lr, result=asdict(result), column=col, chance_loss=chance_loss)
-    write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history),
-                                          "n_train_clips": len(train), "n_val_clips": len(val)})
+    check_collapse(task.model, task.tokenizer, built.val, alpha=cfg.collapse_alpha, out_dir=out_dir,
+                   split=cfg.eval_split, lr=cfg.optim.lr, result=asdict(result), column=cfg.caption_column,
+                   chance_loss=task.chance_loss())
+    write_json(out_dir / "metrics.json", {"val": final, "epochs": len(history), **built.metrics,
+                                          "n_train_clips": len(built.train), "n_val_clips": len(built.val)})
     write_json(out_dir / RESULT, {k: v for k, v in asdict(result).items() if k != "skipped"})
     return result
 
 
 def test_item_scores(cfg: TrainClapParams, model_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
-    """Per-query retrieval scores of the saved model on ``split`` (what a registered version
-    carries, so that two versions compare paired on the same queries): :func:`clap_item_scores`.
+    """Per-query retrieval scores of the saved model (either text tower) on ``split`` (what a
+    registered version carries, so that two versions compare paired on the same queries):
+    :func:`clap_item_scores`.
     """
     return clap_item_scores(model_dir, cfg.dataset_dir, caption_column=cfg.caption_column,
                             mel_floor_db=cfg.model.mel_floor_db, split=split)

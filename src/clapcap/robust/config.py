@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clapcap.clap.optim import OptimConfig
 from clapcap.robust.loss import MultiViewLossConfig
 
 __all__ = ["MultiViewLossConfig", "RobustTextStoreParams", "RobustTrainParams"]
@@ -24,6 +25,8 @@ class RobustTrainParams:
     Attributes:
         paraphrase_dir: output of ``robust_paraphrase`` (manifest with view columns).
         base_model: an HF ``ClapModel`` folder (the synthetic CLAP is ``models/synth_clap/model``).
+        optim: the optimiser block (:class:`~clapcap.clap.optim.OptimConfig`: epochs, batch
+            size, learning rate, weight decay, warm-up, seed).
         data_fraction: fraction of the train clips used (seeded subset), as the paper
             fine-tunes on a fraction of the pretraining data.
         extend_vocab: word-level tokenizers only (the tiny synthetic CLAP): add words of the
@@ -34,7 +37,7 @@ class RobustTrainParams:
             tiny word-level CLAP), 0 none (frozen, its output computed once per text), k the top
             k layers and the pooler (the frozen layers below computed once per text:
             :mod:`clapcap.clap.frozen_text`).
-        text_lr: the learning rate of the trainable text layers; None = ``lr``.
+        text_lr: the learning rate of the trainable text layers; None = ``optim.lr``.
         collapse_alpha: fail (``TrainingCollapsed``) unless validation text-to-audio MRR on the
             captions beats chance in a one-sided permutation test at this level
             (:mod:`clapcap.clap.collapse`); 0 turns the check off.
@@ -53,12 +56,7 @@ class RobustTrainParams:
     base_revision: str = ""  # hub ids only: branch, tag or commit (empty = main)
     out_dir: str = "models/robust_clap"
     loss: MultiViewLossConfig = field(default_factory=MultiViewLossConfig)
-    epochs: int = 4
-    batch_size: int = 32
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    warmup_steps: int = 10
-    seed: int = 0
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(epochs=4, lr=5e-4, warmup_steps=10))
     data_fraction: float = 1.0
     extend_vocab: bool = True
     freeze_audio: bool = False

@@ -1,9 +1,11 @@
 """The ``robust_train`` step: fine-tune a CLAP with the multi-view contrastive loss.
 
-Reuses the synthetic CLAP's machinery (:mod:`clapcap.clap.train`): feature caching,
-the resumable :func:`~clapcap.clap.train.fit` loop (checkpoint after every epoch),
-validation embeddings and R@k. Views come from the **train** split only; validation
-reports t2a R@k on the original captions and on each view.
+RobustCLAP is one more CLAP task (:class:`~clapcap.clap.task.ClapTask`, built by
+:func:`robust_task`: the base model, view batches, the multi-view loss, the text tower's
+parameter groups and frozen bottom), trained by the CLAP trainer
+(:func:`clapcap.clap.train.train`: resumable, a checkpoint after every epoch) with the
+section's ``optim`` block. Views come from the **train** split only; validation reports
+t2a R@k on the original captions and on each view.
 
 Output folder (``out_dir``): ``model/`` (an HF CLAP folder the ``hf_clap`` backend
 loads), ``checkpoints/last.pt``, ``cache/``, ``train_result.json`` (its presence skips
@@ -21,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from clapcap.clap.features import cache_features
-from clapcap.clap.frozen_text import cached_frozen_bottom
 from clapcap.clap.minilm import set_text_trainable, text_param_groups
 from clapcap.clap.model import SPECIALS, build_tokenizer, build_vocab, load_clap, save_clap
 from clapcap.clap.preprocessing import ClapPreprocessing
-from clapcap.clap.train import check_collapse, embed_cache, fit, t2a_recall
+from clapcap.clap.task import ClapTask, embed_cache, t2a_recall
+from clapcap.clap.train import check_collapse, signature_params, train
 from clapcap.compute import Compute, full_precision, or_default
 from clapcap.config import from_dict, to_dict
 from clapcap.data.prepare import load_dataset
@@ -80,7 +82,7 @@ def extend_vocabulary(model: Any, tokenizer: Any, texts: list[str]) -> tuple[Any
 
 
 def make_loss_fn(cfg: MultiViewLossConfig) -> Callable[[Any, dict[str, Any]], Any]:
-    """``loss_fn(model, batch)`` for :func:`clapcap.clap.train.fit` (factors ride in the batch)."""
+    """The task's ``loss(model, batch)`` (the view factors ride in the batch)."""
 
     def loss_fn(model: Any, batch: dict[str, Any]) -> Any:
         audio = model.get_audio_features(input_features=batch["input_features"], is_longer=batch["is_longer"])
@@ -114,8 +116,8 @@ def _evaluator(tokenizer: Any, val: Any) -> Callable[[Any], dict[str, float]]:
 
 def _batches_fn(params: RobustTrainParams, train: Any, tokenizer: Any, clips: Any) -> Callable[[int], list]:
     def make_batches(epoch: int) -> list[dict[str, Any]]:
-        batches = view_batches(train, tokenizer, clips, batch_size=params.batch_size,
-                               seed=params.seed * 1000 + epoch)
+        batches = view_batches(train, tokenizer, clips, batch_size=params.optim.batch_size,
+                               seed=params.optim.seed * 1000 + epoch)
         for b, batch in enumerate(batches):  # fractional epoch, for a ramped schedule
             batch["factors"] = schedule_factors(epoch + b / max(1, len(batches)), params.loss)
         return batches
@@ -140,9 +142,8 @@ def run_signature(params: RobustTrainParams, compute: Compute | None = None, *, 
     import hashlib
     import json
 
-
-    canonical = to_dict(from_dict(RobustTrainParams, to_dict(params)))  # typed as parsed: 1 -> 1.0 for floats
-    tracked = {k: v for k, v in canonical.items() if k not in _UNTRACKED}
+    canonical = from_dict(RobustTrainParams, to_dict(params))  # typed as parsed: 1 -> 1.0 for floats
+    tracked = signature_params(canonical, _UNTRACKED)
     if compute is not None and compute.precision != "fp32":
         tracked["precision"] = compute.precision
     digest = hashlib.sha1(json.dumps(tracked, sort_keys=True, default=str).encode())
@@ -168,6 +169,47 @@ def _load_base(params: RobustTrainParams, base: Any) -> tuple[Any, Any, Any, dic
     return model, tokenizer, fe, sidecar
 
 
+def robust_task(params: RobustTrainParams, base: Any, *, progress: bool = True) -> tuple[ClapTask, Any, dict, Any,
+                                                                                      np.ndarray, list[str]]:
+    """RobustCLAP's task: the base model (audio frozen with ``freeze_audio``), the train split's
+    seeded clip subset with its views, the multi-view loss, and the text tower trained whole
+    (-1) or above a frozen bottom computed once per text (the ``text_store`` when given).
+
+    Returns:
+        ``(task, feature extractor, sidecar, validation cache, train clip rows, added words)``.
+    """
+    import torch
+
+    model, tokenizer, fe, sidecar = _load_base(params, base)
+    torch.manual_seed(params.optim.seed)  # new token rows (resize_token_embeddings) and dropout
+    prep = ClapPreprocessing(fusion=bool(model.config.audio_config.enable_fusion), crop="head",
+                             mel_floor_db=sidecar.get("mel_floor_db"))
+    manifest = load_dataset(params.paraphrase_dir).manifest
+    caches = {}
+    cache_dir = Path(params.feature_cache) if params.feature_cache else Path(params.out_dir) / "cache"
+    for split in ("train", params.eval_split):
+        cache = cache_features(fe, prep, params.paraphrase_dir, split, cache_dir / f"{split}.npz", progress=progress)
+        caches[split] = attach_views(cache, manifest)
+    train_cache, val = caches["train"], caches[params.eval_split]
+    clips = subset(train_cache, params.data_fraction, params.optim.seed)
+    added: list[str] = []
+    if params.extend_vocab:  # train-split texts only: the test views stay unseen text
+        texts = [t for col in ("captions", *VIEW_COLUMNS) for i in clips for t in train_cache.captions[col][i] if t]
+        tokenizer, added = extend_vocabulary(model, tokenizer, texts)
+        logger.info("vocabulary: %d words added from train captions and views", len(added))
+    groups = None
+    if params.text_trainable_layers >= 0:  # a pretrained tower: freeze all but its top layers
+        n_text = sum(p.numel() for p in set_text_trainable(model, params.text_trainable_layers))
+        groups = text_param_groups(params.optim.lr if params.text_lr is None else params.text_lr)
+        logger.info("text tower: %d parameters trained (text_trainable_layers=%d)", n_text,
+                    params.text_trainable_layers)
+    task = ClapTask(model=model, tokenizer=tokenizer, batches=_batches_fn(params, train_cache, tokenizer, clips),
+                    evaluate=_evaluator(tokenizer, val), loss=make_loss_fn(params.loss), param_groups=groups,
+                    text_trainable_layers=params.text_trainable_layers,
+                    text_store=Path(params.text_store or cache_dir), text_store_read_only=bool(params.text_store))
+    return task, fe, sidecar, val, clips, added
+
+
 def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
                       on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
                       compute: Compute | None = None) -> RobustTrainResult:
@@ -175,7 +217,8 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
 
     Skips all work when ``out_dir/train_result.json`` exists; resumes from
     ``out_dir/checkpoints/last.pt`` after a crash, even SIGKILL (at most the epoch in
-    progress is lost; see :func:`~clapcap.clap.train.fit`). The model is saved before
+    progress is lost; see :func:`~clapcap.clap.train.fit`). The task is :func:`robust_task`,
+    trained by :func:`clapcap.clap.train.train` with ``params.optim``. The model is saved before
     :func:`~clapcap.clap.train.check_collapse`; ``train_result.json`` only after it passes.
 
     Returns:
@@ -187,8 +230,6 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         TrainingCollapsed: when validation retrieval on the captions is not better than chance
             (the model and ``out_dir/collapsed.json`` are kept for inspection).
     """
-    import torch
-
     compute = or_default(compute)  # resolved first: a missing CUDA fails before any work
     out_dir = Path(params.out_dir)
     result_path = out_dir / RESULT
@@ -198,40 +239,11 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         return RobustTrainResult(**{**{k: v for k, v in read_json(result_path).items() if k in known},
                                     "skipped": True})
     base = _base(params)  # resolved once: a folder's weights are hashed for its record
-    model, tokenizer, fe, sidecar = _load_base(params, base)
-    torch.manual_seed(params.seed)  # new token rows (resize_token_embeddings) and dropout
-    prep = ClapPreprocessing(fusion=bool(model.config.audio_config.enable_fusion), crop="head",
-                             mel_floor_db=sidecar.get("mel_floor_db"))
-    manifest = load_dataset(params.paraphrase_dir).manifest
-    caches = {}
-    cache_dir = Path(params.feature_cache) if params.feature_cache else out_dir / "cache"
-    for split in ("train", params.eval_split):
-        cache = cache_features(fe, prep, params.paraphrase_dir, split, cache_dir / f"{split}.npz", progress=progress)
-        caches[split] = attach_views(cache, manifest)
-    train, val = caches["train"], caches[params.eval_split]
-    clips = subset(train, params.data_fraction, params.seed)
-    added: list[str] = []
-    if params.extend_vocab:  # train-split texts only: the test views stay unseen text
-        texts = [t for col in ("captions", *VIEW_COLUMNS) for i in clips for t in train.captions[col][i] if t]
-        tokenizer, added = extend_vocabulary(model, tokenizer, texts)
-        logger.info("vocabulary: %d words added from train captions and views", len(added))
-    groups = None
-    if params.text_trainable_layers >= 0:  # a pretrained tower: freeze all but its top layers
-        n_text = sum(p.numel() for p in set_text_trainable(model, params.text_trainable_layers))
-        groups = text_param_groups(params.lr if params.text_lr is None else params.text_lr)
-        logger.info("text tower: %d parameters trained (text_trainable_layers=%d)", n_text,
-                    params.text_trainable_layers)
-    # The frozen bottom of the text tower runs once per text (a no-op with -1: all of it trains).
-    with cached_frozen_bottom(model, params.text_trainable_layers, store=params.text_store or cache_dir,
-                              read_only=bool(params.text_store)) as n_cached:
-        logger.info("text tower: %d frozen layer(s) computed once per text", n_cached)
-        history = fit(model, make_batches=_batches_fn(params, train, tokenizer, clips), epochs=params.epochs,
-                      checkpoint_path=out_dir / "checkpoints" / "last.pt", lr=params.lr,
-                      weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
-                      loss_fn=make_loss_fn(params.loss), evaluate=_evaluator(tokenizer, val),
-                      eval_every=params.eval_every,
-                      on_epoch_end=on_epoch_end, progress=progress, signature=run_signature(params, compute, base=base),
-                      compute=compute, param_groups=groups)
+    task, fe, sidecar, val, clips, added = robust_task(params, base, progress=progress)
+    history = train(task, params.optim, checkpoint_path=out_dir / "checkpoints" / "last.pt",
+                    signature=run_signature(params, compute, base=base), eval_every=params.eval_every,
+                    progress=progress, on_epoch_end=on_epoch_end, compute=compute)
+    model, tokenizer = task.model, task.tokenizer
     final = history[-1]
     # Saved before the collapse check, so that a collapsed model stays there for inspection.
     model_dir = save_clap(model, tokenizer, fe, out_dir / "model", preprocessing=sidecar)
@@ -240,7 +252,7 @@ def train_robust_clap(params: RobustTrainParams, *, progress: bool = True,
         val={k: v for k, v in final.items() if k != "epoch"}, n_train_clips=int(len(clips)),
         added_words=added, base_checkpoint=base.record())
     check_collapse(model, tokenizer, val, alpha=params.collapse_alpha, out_dir=out_dir, split=params.eval_split,
-                   lr=params.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
+                   lr=params.optim.lr, result={k: v for k, v in asdict(result).items() if k != "skipped"})
     write_json(result_path, {k: v for k, v in asdict(result).items() if k != "skipped"})
     return result
 

@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from clapcap import tracking
-from clapcap.clap import minilm_train
 from clapcap.clap import train as clap_train
 from clapcap.clap.config import TrainClapParams
-from clapcap.clap.default import minilm_params
-from clapcap.clap.minilm_train import MiniLMClapParams
 from clapcap.clap.train import RESULT, TrainClapResult
 from clapcap.compute import Compute, or_default
 from clapcap.config import to_dict
@@ -36,46 +33,27 @@ logger = logging.getLogger(__name__)
 
 
 def run_synth_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
-                     compute: Compute | None = None) -> Any:
-    """Train (and, with ``track``, log and register) the CLAP of ``params``.
-
-    Returns:
-        The :class:`~clapcap.clap.train.TrainClapResult`.
-    """
-    if params.text_tower == "minilm":
-        return run_train_minilm_clap(minilm_params(params), variant=variant, progress=progress, compute=compute)
-    return run_train_clap(params, variant=variant, progress=progress, compute=compute)
-
-
-def run_train_clap(params: TrainClapParams, *, variant: str = "", progress: bool = True,
                    compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_clap` at its tracked edge (:func:`run_tracked_training`). ``variant`` names
-    the run ``clap_<variant>`` instead of ``synth_clap``.
+    """:func:`~clapcap.clap.train.train_clap` (either text tower) at its tracked edge
+    (:func:`run_tracked_training`: one MLflow run of the ``train_clap`` stage, the model as a
+    pyfunc, its test item scores and a registration as ``registered_model``; a rerun checks the
+    registration too, and only a run under DVC moves aliases). The run is named ``synth_clap``
+    (scratch tower) or ``clap_minilm``, and ``clap_<variant>`` / ``clap_minilm_<variant>`` for
+    a variant.
 
     Returns:
-        The :class:`TrainClapResult` (``skipped`` when the result file already existed).
+        The :class:`~clapcap.clap.train.TrainClapResult` (``skipped`` when the result file
+        already existed).
     """
     compute = or_default(compute)
+    minilm = params.text_tower == "minilm"
+    stem = "clap_minilm" if minilm else "clap"
+    label = f"{stem}_{variant}" if variant else ("clap_minilm" if minilm else "synth_clap")
     return run_tracked_training(
         params, clap_train.run_signature(params, Path(params.dataset_dir), compute), compute=compute,
-        label=f"clap_{variant}" if variant else "synth_clap", model_name="synth_clap",
+        label=label, model_name="clap_minilm" if minilm else "synth_clap",
         train=lambda **kw: clap_train.train_clap(params, progress=progress, compute=compute, **kw),
         item_scores=lambda model_dir: clap_train.test_item_scores(params, model_dir))
-
-
-def run_train_minilm_clap(params: MiniLMClapParams, *, variant: str = "", progress: bool = True,
-                          compute: Compute | None = None) -> TrainClapResult:
-    """:func:`train_minilm_clap` at the synthetic CLAP's tracked edge
-    (:func:`run_tracked_training`: one MLflow run of the ``train_clap`` stage,
-    the model as a pyfunc, its test item scores and a registration as ``registered_model``; a
-    rerun checks the registration too, and only a run under DVC moves aliases).
-    """
-    compute = or_default(compute)
-    return run_tracked_training(
-        params, minilm_train.run_signature(params, Path(params.dataset_dir), compute), compute=compute,
-        label=f"clap_minilm_{variant}" if variant else "clap_minilm", model_name="clap_minilm",
-        train=lambda **kw: minilm_train.train_minilm_clap(params, progress=progress, compute=compute, **kw),
-        item_scores=lambda model_dir: minilm_train.test_item_scores(params, model_dir))
 
 
 def run_tracked_training(params: Any, signature: str, *, label: str, model_name: str,
@@ -111,7 +89,7 @@ def run_tracked_training(params: Any, signature: str, *, label: str, model_name:
         settle_registration(params, found["version"], promote=promote)
         return done
     run_params = {**to_dict(params), "compute": compute.to_dict()}
-    name = tracking.run_name("retrieval", label, sha256_json(to_dict(params))[:8], params.seed)
+    name = tracking.run_name("retrieval", label, sha256_json(to_dict(params))[:8], params.optim.seed)
     with tracking.tracked("train_clap", experiment="clapcap-retrieval", name=name, params=run_params,
                           dataset_dir=params.dataset_dir, system_metrics=True):
         res = done or train(on_epoch_end=log_epoch)

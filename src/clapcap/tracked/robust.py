@@ -44,7 +44,7 @@ def run_robust_train(params: RobustTrainParams, *, progress: bool = True,
     if not params.track or (Path(params.out_dir) / RESULT).is_file():
         return train_robust_clap(params, progress=progress, compute=compute)
     run_params = {**to_dict(params), "compute": compute.to_dict()}
-    name = tracking.run_name("robust", robust_model_label(params), sha256_json(to_dict(params))[:8], params.seed)
+    name = tracking.run_name("robust", robust_model_label(params), sha256_json(to_dict(params))[:8], params.optim.seed)
     with tracking.tracked("robust_train", experiment=params.experiment, name=name, params=run_params,
                           dataset_dir=params.paraphrase_dir, tags={"base_model": params.base_model},
                           system_metrics=True):

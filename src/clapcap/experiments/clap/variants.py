@@ -1,7 +1,7 @@
 """Variants of the synthetic CLAP (params.yaml ``clap_variants``), each trained, tested and
 compared, paired, with the synthetic CLAP on the same test split.
 
-A variant is a set of ``train_clap`` overrides: ``{text_tower: scratch, epochs: 60}`` is the
+A variant is a set of ``train_clap`` overrides: ``{text_tower: scratch, optim: {epochs: 60}}`` is the
 tiny from-scratch CLAP that was the default before the MiniLM text tower, ``{text_trainable_layers:
 0}`` the MiniLM tower frozen. The reduced study runs none; ``STUDY=full`` runs both.
 """
@@ -48,15 +48,18 @@ class ClapVariantStudy:
         unknown = sorted(set(self.variants[variant]) - set(TrainClapParams.__dataclass_fields__))
         if unknown:
             raise ConfigError(f"clap_variants.variants.{variant}: unknown field(s) {unknown}")
-        values = {**asdict(base), **self.variants[variant], "model": base.model,
+        from clapcap.config import from_dict
+
+        values = {**asdict(base), **self.variants[variant], "model": base.model, "optim": base.optim,
                   "out_dir": str(Path(self.out_root) / f"clap_{variant}"),
                   "registered_model": f"clapcap-clap-{variant}"}
         if values["text_tower"] == "scratch":  # the MiniLM-only fields back to their defaults
             values.update(text_dir="", text_trainable_layers=-1)
-        if isinstance(self.variants[variant].get("model"), dict):
-            from clapcap.config import from_dict
-
-            values["model"] = from_dict(type(base.model), {**asdict(base.model), **self.variants[variant]["model"]})
+        for block in ("model", "optim"):  # nested blocks: a variant overrides some of their keys
+            if isinstance(self.variants[variant].get(block), dict):
+                base_block = getattr(base, block)
+                values[block] = from_dict(type(base_block), {**asdict(base_block), **self.variants[variant][block]},
+                                          where=f"clap_variants.variants.{variant}.{block}")
         return TrainClapParams(**values)
 
 

@@ -75,14 +75,14 @@ Trainer = Callable[..., Any]  # (params, *, progress, compute) -> a result with 
 def _seed_run(params: RobustTrainParams, study: RobustSeedParams, label: str, seed: int) -> RobustTrainParams:
     # ``track`` as the stage's: with the tracked trainer (clapcap.tracked.robust.run_robust_train)
     # every seed's fine-tune is an MLflow run; it is not part of the training's signature.
-    return replace(params, seed=seed, out_dir=str(Path(study.out_dir) / label / f"seed{seed}"),
+    return replace(params, optim=replace(params.optim, seed=seed), out_dir=str(Path(study.out_dir) / label / f"seed{seed}"),
                    feature_cache=str(Path(study.out_dir) / "cache"))  # audio features computed once
 
 
 def seed_model_dirs(params: RobustTrainParams, study: RobustSeedParams, label: str) -> dict[int, str]:
     """Seed -> model folder, as :func:`run_seed_study` leaves them: the stage's own model for
     its seed, ``<study.out_dir>/<label>/seed<k>/model`` for the others."""
-    return {seed: str(Path(params.out_dir if seed == params.seed else _seed_run(params, study, label, seed).out_dir)
+    return {seed: str(Path(params.out_dir if seed == params.optim.seed else _seed_run(params, study, label, seed).out_dir)
                       / "model")
             for seed in study.seeds}
 
@@ -92,7 +92,7 @@ def _seed_models(params: RobustTrainParams, study: RobustSeedParams, label: str,
     """Seed -> model folder: the stage's own model for its seed, a fine-tune for the others."""
     out = {}
     for seed in study.seeds:
-        if seed == params.seed:
+        if seed == params.optim.seed:
             out[seed] = str(Path(params.out_dir) / "model")
             continue
         run = _seed_run(params, study, label, seed)
@@ -129,8 +129,8 @@ def run_seed_study(train: RobustTrainParams, control: RobustTrainParams, bench: 
     for name in (bench.base, bench.candidate, study.control):
         if name not in bench.models:
             raise ValueError(f"robust_seeds: {name!r} is not one of robust_benchmark.models {list(bench.models)}")
-    if train.seed != control.seed:
-        raise ValueError(f"robust_train.seed {train.seed} != robust_control.seed {control.seed}: "
+    if train.optim.seed != control.optim.seed:
+        raise ValueError(f"robust_train.optim.seed {train.optim.seed} != robust_control.optim.seed {control.optim.seed}: "
                          "the seed study pairs them seed by seed")
     dirs = {"candidate": _seed_models(train, study, "candidate", progress, compute, trainer),
             "control": _seed_models(control, study, "control", progress, compute, trainer)}

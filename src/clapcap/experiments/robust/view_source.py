@@ -168,12 +168,12 @@ def write_matched(params: ViewSourceParams) -> dict[str, Any]:
 
 
 def matched_epochs(train: RobustTrainParams, n_full: int, n_subset: int) -> int:
-    """Epochs that give ``n_subset`` clips about as many optimizer steps as ``train.epochs``
+    """Epochs that give ``n_subset`` clips about as many optimizer steps as ``train.optim.epochs``
     over ``n_full`` clips (a batch of fewer than 2 clips is skipped, as in training)."""
     def steps(n: int) -> int:
-        return n // train.batch_size + (n % train.batch_size >= 2)
+        return n // train.optim.batch_size + (n % train.optim.batch_size >= 2)
 
-    full = train.epochs * steps(max(2, int(round(train.data_fraction * n_full))))
+    full = train.optim.epochs * steps(max(2, int(round(train.data_fraction * n_full))))
     return max(1, math.ceil(full / max(1, steps(n_subset))))
 
 
@@ -182,7 +182,8 @@ def source_runs(train: RobustTrainParams, control: RobustTrainParams, study: Rob
     """Source -> seed -> the fine-tune's params."""
     def run(source: str, seed: int) -> RobustTrainParams:
         manifest = Path(params.manifests_dir) / ("lexicon" if source == "lexicon" else "llm")
-        return replace(train, paraphrase_dir=str(manifest), seed=seed, track=False, epochs=epochs, eval_every=epochs,
+        return replace(train, paraphrase_dir=str(manifest), optim=replace(train.optim, seed=seed, epochs=epochs),
+                       track=False, eval_every=epochs,
                        data_fraction=1.0, loss=control.loss if source == "none" else train.loss,
                        out_dir=str(Path(params.out_dir) / source / f"seed{seed}"),
                        feature_cache=str(Path(params.out_dir) / "cache"))

@@ -58,7 +58,7 @@ class ViewCountParams:
 def variant_runs(train: RobustTrainParams, study: RobustSeedParams, params: ViewCountParams
                  ) -> dict[str, dict[int, RobustTrainParams]]:
     """Variant -> seed -> the fine-tune's params (the candidate's with the loss overrides)."""
-    return {name: {seed: replace(train, seed=seed, track=False, loss=replace(train.loss, **overrides),
+    return {name: {seed: replace(train, optim=replace(train.optim, seed=seed), track=False, loss=replace(train.loss, **overrides),
                                  out_dir=str(Path(params.out_dir) / name / f"seed{seed}"),
                                  feature_cache=str(Path(params.out_dir) / "cache"))
                    for seed in study.seeds}
