@@ -17,6 +17,7 @@ from typing import Any
 
 from clapcap.evaluation.conclusions import merge_conclusions
 from clapcap.reporting.report import build_report
+from clapcap.retrieval.table import LEADERBOARD, metric
 from clapcap.utils.io import read_json, write_json
 from clapcap.utils.skip import skip_reason
 
@@ -68,8 +69,7 @@ def retrieval_rows(files: dict[str, str], dataset: str) -> list[dict[str, Any]]:
         data = read_json(path)
         t2a = data["t2a"]
         rows.append({"name": name, "dataset": dataset, "unit": "fraction",
-                     "metrics": {"R@1": t2a["r@1"], "R@5": t2a["r@5"], "R@10": t2a["r@10"],
-                                 "mAP@10": t2a["map@10"]}})
+                     "metrics": {metric(k).label: t2a[k] for k in LEADERBOARD}})
     return rows
 
 

@@ -53,6 +53,16 @@ class ModelCardParams:
     metrics: list[str] = field(default_factory=lambda: ["r@1", "r@10", "map@10"])
     license: str = "mit"
 
+    def __post_init__(self) -> None:
+        from clapcap.errors import ConfigError
+        from clapcap.retrieval.table import by_name
+
+        for name in self.metrics:  # corpus keys of the retrieval metric table
+            try:
+                by_name(name)
+            except KeyError as err:
+                raise ConfigError(f"model_cards.metrics: {err.args[0]}") from None
+
 
 class ModelCardError(ValueError):
     """The benchmark lacks a model or metric that a card needs."""

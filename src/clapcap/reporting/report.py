@@ -64,6 +64,7 @@ from clapcap.reporting.tables import (
     to_latex,
     to_markdown,
 )
+from clapcap.retrieval.table import LEADERBOARD, metric
 from clapcap.utils.io import atomic_path, read_json, write_json
 
 logger = logging.getLogger(__name__)
@@ -185,8 +186,8 @@ def _retrieval_section(data: dict[str, Any], ctx: dict[str, Any]) -> Section:
         name = f"{b['model']} [clapcap]" + ("" if b["comparable"] else " ‡") if b["ours"] else b["model"]
         note = b["note"] if b["ours"] else ("R@5/R@10/mAP@10 read from unlabelled columns (unverified)"
                                             if not b["verified"] else "")
-        rows.append(Row(name=name, values={"R@1": b["r1"], "R@5": b["r5"], "R@10": b["r10"],
-                                           "mAP@10": b["map10"]},
+        # The leaderboard's columns are the table's keys without "@" (r1, r5, r10, map10).
+        rows.append(Row(name=name, values={metric(k).label: b[k.replace("@", "")] for k in LEADERBOARD},
                         cells={"rank": str(b["rank"]), "protocol": b["protocol"],
                                "settings": str(b["settings"]), "date": str(b["date"]), "note": note}))
     notes = ["Published numbers in % from the leaderboard data file (each row keeps its source "
@@ -195,7 +196,7 @@ def _retrieval_section(data: dict[str, Any], ctx: dict[str, Any]) -> Section:
     if not all(r["comparable"] for r in ours):
         notes.append("‡ evaluated on our own corpus, not AudioCaps: not comparable with the "
                      "published rows.")
-    table = Table(SECTIONS["retrieval"], rows, ["R@1", "R@5", "R@10", "mAP@10"],
+    table = Table(SECTIONS["retrieval"], rows, [metric(k).label for k in LEADERBOARD],
                   ["rank", "protocol", "settings", "date", "note"], digits=2, notes=notes, bold=False)
     return Section(tables={"retrieval_leaderboard": table},
                    figures={"retrieval_leaderboard": figs.leaderboard_plot(board)})

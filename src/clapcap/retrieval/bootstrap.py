@@ -24,6 +24,7 @@ import numpy as np
 
 from clapcap.data.dump import DumpError, EmbeddingDump
 from clapcap.retrieval.metrics import PerQuery
+from clapcap.retrieval.table import aggregate_values, metric
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +35,9 @@ _CHUNK_ELEMENTS = 5_000_000  # resample counts held at once (40 MB of int64)
 
 
 def _point(values: dict[str, np.ndarray]) -> dict[str, float]:
-    """Corpus metrics of one direction: means, and the median of ``rank``."""
-    return {("median_rank" if name == "rank" else name):
-            float(np.median(v) if name == "rank" else np.mean(v)) for name, v in values.items()}
+    """Corpus metrics of one direction, as the metric table aggregates them (means, and the
+    median of ``rank``); a per-item score outside the table (a captioner's) is a mean."""
+    return aggregate_values(values, strict=False)
 
 
 def _count_chunks(n: int, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -53,7 +54,7 @@ def _resampled(values: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
     n = counts.shape[1]
     cols = []
     for name, v in values.items():
-        if name != "rank":
+        if metric(name, strict=False).aggregate == "mean":
             cols.append(counts @ v / n)  # mean over the resample
             continue
         # Median from counts: the sorted resample's element at position p is the first

@@ -11,7 +11,8 @@ the same items, without re-running either model. The file is JSON::
 
 A group (``t2a``, ``a2t``; a captioning family would use one group of clips) maps each
 metric to one value per item, in the order of ``items[group]``. The corpus metric is the
-mean over items, or the median for ``rank``, as in :mod:`clapcap.retrieval.bootstrap`,
+metric table's aggregate of the items (:mod:`clapcap.retrieval.table`: the mean, or the
+median for ``rank``), as in :mod:`clapcap.retrieval.bootstrap`,
 whose paired bootstrap :func:`compare_item_scores` runs.
 """
 
@@ -25,6 +26,7 @@ import numpy as np
 from clapcap.errors import InputError
 from clapcap.retrieval.bootstrap import DEFAULT_RESAMPLES, paired_bootstrap
 from clapcap.retrieval.metrics import per_query_metrics
+from clapcap.retrieval.table import metric as table_metric
 
 FORMAT = "clapcap.item_scores/1"
 ITEM_SCORES_FILE = "evaluation/item_scores.json"
@@ -128,7 +130,7 @@ def compare_item_scores(a: Mapping[str, Any], b: Mapping[str, Any], *, metric: s
     pq_a = {group: {name: np.asarray(a["scores"][group][name], dtype=np.float64)}}
     pq_b = {group: {name: np.asarray(b["scores"][group][name], dtype=np.float64)}}
     row = paired_bootstrap(pq_a, pq_b, n_resamples=n_resamples, seed=seed, confidence=confidence)[group]
-    row = row["median_rank" if name == "rank" else name]
+    row = row[table_metric(name, strict=False).name]
     return {"metric": metric, "split": a["split"], "n_items": len(a["items"][group]), **row,
             "n_resamples": n_resamples, "seed": seed, "confidence": confidence}
 

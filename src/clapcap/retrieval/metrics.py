@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from clapcap.data.dump import DumpError, EmbeddingDump, normalize
+from clapcap.retrieval import table
 from clapcap.retrieval.ranking import (
     Ranked,
     average_precision,
@@ -71,8 +72,8 @@ BlockFn = Callable[[int, int], np.ndarray]
 
 
 def metric_names(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
-    """Names of the aggregated metrics of one direction, in output order."""
-    return [f"r@{k}" for k in ks] + ["map", f"map@{AP_CUTOFF}", "mrr", "median_rank"]
+    """Names of the aggregated metrics of one direction, in output order (:func:`clapcap.retrieval.table.core`)."""
+    return [m.name for m in table.core(ks)]
 
 
 def chance_recall(captions_per_clip: Sequence[int], k: int) -> dict[str, float]:
@@ -350,17 +351,17 @@ def _dump_counts(text: np.ndarray, audio: np.ndarray, idx: np.ndarray, block_byt
 
 
 def aggregate(per_query: PerQuery) -> dict[str, dict[str, float]]:
-    """Corpus metrics from per-query values: means, and the median of ``rank``.
+    """Corpus metrics from per-query values, each as the metric table aggregates it
+    (:mod:`clapcap.retrieval.table`: means, and the median of ``rank``).
 
     Returns:
-        ``{direction: {"r@k"..., "map", "map@10", "mrr", "median_rank"}}`` as Python floats.
+        ``{direction: {"r@k"..., "map", "map@10", "mrr", "median_rank"}}`` as Python floats,
+        in the order of the per-query keys.
+
+    Raises:
+        KeyError: for a per-query key that is no metric of the table.
     """
-    out: dict[str, dict[str, float]] = {}
-    for direction, values in per_query.items():
-        agg = {name: float(np.mean(v)) for name, v in values.items() if name != "rank"}
-        agg["median_rank"] = float(np.median(values["rank"]))
-        out[direction] = agg
-    return out
+    return {direction: table.aggregate_values(values) for direction, values in per_query.items()}
 
 
 def _summary(per_query: PerQuery, idx: np.ndarray, n_clips: int) -> dict:

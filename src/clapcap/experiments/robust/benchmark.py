@@ -38,6 +38,7 @@ from clapcap.experiments.robust.report import write_tables
 from clapcap.retrieval.bootstrap import bootstrap_ci, paired_bootstrap
 from clapcap.retrieval.metrics import PerQuery, aggregate, per_query_dump
 from clapcap.retrieval.ranking import average_precision_min_norm
+from clapcap.retrieval.table import metric
 from clapcap.robust.data import valid_text
 from clapcap.utils.io import read_json, write_json
 
@@ -140,8 +141,7 @@ def evaluate_model(name: str, model_dir: str, df: pd.DataFrame, waves: list[np.n
 
 
 def _with_ci(pq: PerQuery, params: RobustBenchParams) -> dict[str, Any]:
-    agg = aggregate(pq) if all("rank" in v for v in pq.values()) else \
-        {d: {m: float(np.mean(x)) for m, x in v.items()} for d, v in pq.items()}
+    agg = aggregate(pq)  # the metric table's aggregate of each key (zero-shot scores included)
     ci = bootstrap_ci(pq, n_resamples=params.n_resamples, seed=params.seed, confidence=params.confidence)
     return {d: {**agg[d], "ci": ci[d]} for d in pq}
 
@@ -160,7 +160,7 @@ def drops(pqs: dict[str, PerQuery], params: RobustBenchParams) -> dict[str, Any]
         if not _same_queries(pqs[bench], base):
             logger.warning("%s: queries not aligned with the original (failed paraphrases); drop has no CI", bench)
             out[bench] = {d: {m: {"difference": float(np.mean(pqs[bench][d][m]) - np.mean(base[d][m]))}
-                              for m in base[d] if m != "rank"} for d in base}
+                              for m in base[d] if metric(m).aggregate == "mean"} for d in base}
             continue
         out[bench] = paired_bootstrap(pqs[bench], base, n_resamples=params.n_resamples, seed=params.seed,
                                       confidence=params.confidence)
