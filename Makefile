@@ -185,6 +185,7 @@ lint: setup
 	$(VENV)/bin/zizmor --offline --quiet .github/workflows
 	$(PY) tools/architecture.py --check
 	$(PY) tools/readme_findings.py --check
+	$(PY) tools/doc_numbers.py --check
 
 clean-venv:
 	rm -rf $(VENV)
