@@ -24,7 +24,7 @@ import numpy as np
 from clapcap import tracking
 from clapcap.captioning.train import EpochHook
 from clapcap.experiments.captioning.config import CaptioningParams
-from clapcap.experiments.captioning.study import NO_TRACKING, RunSpec, StudyTracker
+from clapcap.experiments.captioning.study import NO_TRACKING, RunPlan, StudyTracker
 
 logger = logging.getLogger(__name__)
 EXPERIMENT = "clapcap-captioning"
@@ -33,25 +33,24 @@ EXPERIMENT = "clapcap-captioning"
 class MLflowTracker(StudyTracker):
     """The study's hooks as MLflow runs (the module doc)."""
 
-    def _group(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
-               run_params: dict[str, Any] | None = None) -> str | None:
-        """The parent run id of ``config``'s seed group (None for a single seed), created with the
+    def _group(self, plan: RunPlan, run_params: dict[str, Any] | None = None) -> str | None:
+        """The parent run id of the plan's seed group (None for a single seed), created with the
         configuration's own params (:func:`configuration_params`) when the first seed opens it."""
-        if len(seeds) < 2:
+        if len(plan.seeds) < 2:
             return None
-        return tracking.group_run(EXPERIMENT, tracking.run_name("captioning", spec.lm, config),
-                                  stage="captioning-seeds", params={"lm": spec.lm, "configuration": config,
-                                                                    "seeds": seeds,
+        lm, config = plan.spec.lm, plan.configuration
+        return tracking.group_run(EXPERIMENT, tracking.run_name("captioning", lm, config),
+                                  stage="captioning-seeds", params={"lm": lm, "configuration": config,
+                                                                    "seeds": plan.seeds,
                                                                     **configuration_params(run_params or {})},
-                                  dataset_dir=params.dataset_dir)
+                                  dataset_dir=plan.dataset_dir)
 
-    def run(self, params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
-            seeds: list[int]) -> contextlib.AbstractContextManager[Any]:
+    def run(self, plan: RunPlan, run_params: dict[str, Any]) -> contextlib.AbstractContextManager[Any]:
+        spec = plan.spec
         return tracking.tracked("captioning-run", experiment=EXPERIMENT,
-                                name=tracking.run_name("captioning", spec.lm, config, spec.seed), params=run_params,
-                                dataset_dir=params.dataset_dir, dump=spec.dump or params.dump,
-                                parent=self._group(params, spec, config, seeds, run_params),
-                                tags={"clapcap.config": spec.name},
+                                name=tracking.run_name("captioning", spec.lm, plan.configuration, spec.seed),
+                                params=run_params, dataset_dir=plan.dataset_dir, dump=spec.dump,
+                                parent=self._group(plan, run_params), tags={"clapcap.config": spec.name},
                                 system_metrics=True)
 
     def epoch_hook(self) -> EpochHook | None:
@@ -70,9 +69,8 @@ class MLflowTracker(StudyTracker):
         for stage, result in record.get("stages", {}).items():
             tracking.log_metrics({f"best_loss_stage{stage}": result["best_val_loss"]}, scope="val")
 
-    def seed_stats(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
-                   metrics: dict[str, Any]) -> None:
-        group = self._group(params, spec, config, seeds)
+    def seed_stats(self, plan: RunPlan, metrics: dict[str, Any]) -> None:
+        group = self._group(plan)
         if group is None:
             return
         with tracking.resumed(group, experiment=EXPERIMENT):
@@ -82,7 +80,7 @@ class MLflowTracker(StudyTracker):
             # ranks single-seed and seed-group configurations alike, with its interval over seeds.
             tracking.log_metrics({m: v["mean"] for m, v in metrics.items()}, scope="test")
             for stat, bound in (("ci_low", 0), ("ci_high", 1)):
-                tracking.log_metrics({m: seed_interval(v["mean"], v["std"], len(seeds))[bound]
+                tracking.log_metrics({m: seed_interval(v["mean"], v["std"], len(plan.seeds))[bound]
                                       for m, v in metrics.items()}, scope="test", stat=stat)
 
     def lr_search(self, params: CaptioningParams, lm: str) -> contextlib.AbstractContextManager[Any]:

@@ -130,8 +130,8 @@ def test_a_decoding_config_added_to_the_grid_runs_alone(study, monkeypatch, tmp_
     params = dataclasses.replace(params, out_dir=str(tmp_path / "out"), decoding_ablation=grid)
     ran: list[str] = []
     real = exp._evaluate
-    monkeypatch.setattr(exp, "_evaluate", lambda p, c, d, k, decoding, compute: ran.append(decoding.max_new_tokens)
-                        or real(p, c, d, k, decoding, compute))
+    monkeypatch.setattr(exp, "_evaluate", lambda plan, checkpoint, compute: ran.append(plan.decoding.max_new_tokens)
+                        or real(plan, checkpoint, compute))
     monkeypatch.setattr(exp, "train_captioner", lambda *a, **k: pytest.fail("retrained for a decoding config"))
     exp.run_ablation(params, "decoding", lm="gpt2", seed=0)
     assert ran == [4]  # greedy and beam3_trim were reused

@@ -57,14 +57,13 @@ from clapcap.evaluation.conclusions import (
 )
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.experiments.captioning.config import CaptioningParams
-from clapcap.experiments.captioning.study import (
+from clapcap.experiments.captioning.plan import (
     arch_specs,
-    decoding_seed_path,
     encoder_run_name,
     lm_specs,
     music_run_name,
-    test_predictions_path,
 )
+from clapcap.experiments.captioning.study import decoding_seed_path, test_predictions_path
 from clapcap.utils.io import read_json
 from clapcap.utils.skip import skip_reason
 

@@ -1,7 +1,7 @@
 """A fair learning rate per ablation row: does the row's own search choose the baseline's LRs?
 
 The architecture rows train with the learning rates the baseline's search chose
-(:func:`~clapcap.experiments.captioning.study.run_configs`), which confounds a row's effect
+(:func:`~clapcap.experiments.captioning.plan.run_configs`), which confounds a row's effect
 with an LR mismatch when the row would prefer another LR. This step runs, for one
 architecture row, the same search as the baseline's (``captioning.lr_search``: grids, epochs,
 seed; :func:`~clapcap.experiments.captioning.lr_search.search_learning_rates`) and records,
@@ -17,7 +17,7 @@ in ``<out_dir>/lr_check/<lm>_<variant>/check.json``:
   from another stage-1 checkpoint than a shared-LR run would).
 
 With ``captioning.arch_lr: own`` (params.yaml's default) the row then trains at the LRs this
-search chose (:func:`~clapcap.experiments.captioning.study.lr_source`); with ``shared`` it
+search chose (:func:`~clapcap.experiments.captioning.plan.lr_source`); with ``shared`` it
 keeps the baseline's, and this record says what that costs. Either way it says nothing about
 the test metric: the search's objective is the validation loss.
 """
@@ -32,7 +32,7 @@ from typing import Any
 from clapcap.compute import Compute, or_default
 from clapcap.experiments.captioning.config import CaptioningParams
 from clapcap.experiments.captioning.lr_search import chosen_learning_rates, search_learning_rates
-from clapcap.experiments.captioning.study import arch_specs
+from clapcap.experiments.captioning.plan import arch_specs
 from clapcap.utils.io import write_json
 
 logger = logging.getLogger(__name__)

@@ -3,9 +3,11 @@
 One library function per step; DVC stages, the CLI and the Prefect flow only call them:
 
 - :func:`execute_run` trains (skip-if-done) and evaluates one :class:`RunSpec` (val for
-  selection, test for reporting) and writes ``results/<name>.json``;
+  selection, test for reporting) and writes ``results/<name>.json``: the study section is
+  read once into the run's :class:`~clapcap.experiments.captioning.plan.RunPlan`, and the
+  training, the evaluation and the tracker read the plan;
 - :func:`lm_specs`, :func:`arch_specs`, :func:`encoder_specs` list the runs of the LM
-  (with noise-floor seeds), architecture and encoder ablations;
+  (with noise-floor seeds), architecture and encoder ablations (:mod:`.plan`);
 - :func:`evaluate_decoding` is the eval-only decoding ablation on the baseline checkpoint;
 - :func:`noise_floor` aggregates the seeds of one LM (mean and std of every metric);
 - :func:`evaluate_baseline` scores the most-common-training-caption baseline.
@@ -20,13 +22,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from clapcap.captioning.config import CaptionerConfig, DecodingConfig, TrainConfig
+from clapcap.captioning.config import DecodingConfig
 from clapcap.captioning.data import load_caption_split
 from clapcap.captioning.decoders import resolve_lm
 from clapcap.captioning.evaluate import (
@@ -38,137 +39,42 @@ from clapcap.captioning.model import load_captioner
 from clapcap.captioning.train import EpochHook, train_captioner
 from clapcap.compute import Compute, or_default
 from clapcap.data.prepare import load_dataset
-from clapcap.experiments.captioning.config import CaptioningParams, EncoderSpec
-from clapcap.experiments.captioning.lr_search import chosen_learning_rates, search_learning_rates
+from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.lr_search import search_learning_rates
+from clapcap.experiments.captioning.plan import (
+    RunPlan,
+    RunSpec,
+    all_specs,
+    arch_specs,
+    baseline_run_name,
+    configuration,
+    encoder_run_name,
+    encoder_specs,
+    lm_specs,
+    lr_source,
+    music_run_name,
+    music_specs,
+    plan_run,
+    run_configs,
+    run_params_for,
+    seeds_of,
+)
 from clapcap.utils.io import read_json, sha256_file, write_json
 from clapcap.utils.skip import skip_if_inputs_skipped
 
+# The plan's names, for the many callers that know them from here (the stages, the flows, the tests).
+__all__ = ["NO_TRACKING", "RunPlan", "RunSpec", "StudyTracker", "all_specs", "arch_specs", "baseline_run_name",
+           "configuration", "decoding_config", "decoding_jobs", "decoding_seed_path", "decoding_seeds",
+           "encoder_run_name", "encoder_specs", "evaluate_baseline", "evaluate_decoding", "execute_run", "lm_specs",
+           "lr_source", "music_run_name", "music_specs", "noise_floor", "plan_run", "prune_decoding_records",
+           "run_ablation", "run_configs", "run_lr_search", "run_params_for", "seeds_of", "test_predictions_path"]
+
 logger = logging.getLogger(__name__)
-
-@dataclass
-class RunSpec:
-    """One training + evaluation configuration."""
-
-    name: str
-    kind: str  # lm | arch | encoder
-    lm: str
-    seed: int
-    model_overrides: dict[str, Any] = field(default_factory=dict)
-    stages: list[int] = field(default_factory=lambda: [1, 2])
-    dump: str = ""
-    embedding_key: str = "audio_embeds"
-
-
-def baseline_run_name(lm: str, seed: int) -> str:
-    return f"{lm}_seed{seed}"
-
-
-def lm_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
-    """The baseline config of ``lm`` at each of its seeds (``seeds_for``; the first is the
-    baseline), with the stages of ``train.<lm>.stages``."""
-    params.check_lm(lm)
-    return [RunSpec(baseline_run_name(lm, s), "lm", lm, s, stages=list(params.train[lm].stages), dump=params.dump,
-                    embedding_key=params.embedding_key) for s in params.seeds_for(lm)]
-
-
-def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
-    """One run per architecture value of ``arch_variants`` (others at the baseline), at the
-    first noise seed; none for an LM that is not in ``arch_lms``."""
-    params.check_lm(lm)
-    if lm not in (params.arch_lms or []):
-        return []
-    seed, variants = params.noise_seeds[0], params.arch.variants()
-    wanted = params.arch_variants if params.arch_variants is not None else list(variants)
-    return [RunSpec(f"{lm}_{name}_seed{seed}", "arch", lm, seed, dict(variants[name]), dump=params.dump,
-                    embedding_key=params.embedding_key) for name in wanted]
-
-
-def encoder_specs(params: CaptioningParams) -> list[RunSpec]:
-    """Stage-1 runs of ``encoder_lm`` for the default dump and every extra encoder, per
-    ``encoder_seeds`` seed (none without seeds); with ``encoder_stage2``, also stages 1 and 2."""
-    params.check_lm(params.encoder_lm)
-    encoders = {"default": EncoderSpec(params.dump, params.embedding_key), **params.encoders}
-    return [RunSpec(encoder_run_name(name, params.encoder_lm, seed, stages), "encoder", params.encoder_lm, seed,
-                    stages=stages, dump=enc.dump, embedding_key=enc.embedding_key) for name, enc in encoders.items()
-            for seed in params.encoder_seeds for stages in ([[1], [1, 2]] if params.encoder_stage2 else [[1]])]
-
-
-def encoder_run_name(encoder: str, lm: str, seed: int, stages: list[int] | None = None) -> str:
-    """``encoder_<encoder>_<lm>_s1_seed<k>`` (``s12``: through stages 1 and 2)."""
-    return f"encoder_{encoder}_{lm}_s{''.join(str(s) for s in (stages or [1]))}_seed{seed}"
-
-
-def music_run_name(encoder: str, lm: str, seed: int) -> str:
-    return f"music_{encoder}_{lm}_s1_seed{seed}"
-
-
-def music_specs(params: CaptioningParams) -> list[RunSpec]:
-    """Stage-1-only runs of ``encoder_lm`` on the music subset, one per music encoder and seed
-    (none when ``music.dataset_dir`` is empty)."""
-    if not params.music.dataset_dir:
-        return []
-    return [RunSpec(music_run_name(name, params.encoder_lm, seed), "music", params.encoder_lm, seed,
-                    stages=[1], dump=enc.dump, embedding_key=enc.embedding_key)
-            for name, enc in params.music.encoders.items() for seed in params.music.seeds]
-
-
-def run_params_for(params: CaptioningParams, spec: RunSpec) -> CaptioningParams:
-    """The study params a run sees: a music run reads the music subset's manifest."""
-    return dataclasses.replace(params, dataset_dir=params.music.dataset_dir) if spec.kind == "music" else params
 
 
 def test_predictions_path(out_dir: str | Path, run_name: str) -> Path:
     """Where :func:`execute_run` keeps a run's test captions (inside its DVC-tracked run folder)."""
     return Path(out_dir) / "runs" / run_name / "test_predictions.json"
-
-
-def all_specs(params: CaptioningParams) -> list[RunSpec]:
-    """Every training run of the study, in the order the flow submits them."""
-    specs = [s for lm in params.lms for s in lm_specs(params, lm)]
-    specs += [s for lm in params.lms for s in arch_specs(params, lm)]
-    return specs + encoder_specs(params) + music_specs(params)
-
-
-def lr_source(params: CaptioningParams, spec: RunSpec) -> Path | None:
-    """The LR search whose chosen learning rates ``spec`` trains with, or None (no search: the
-    ``train.<lm>`` LRs): an architecture row's own search (``<out_dir>/lr_check/<lm>_<row>/search``,
-    the ``caption_lr_check`` stage) when ``arch_lr`` is ``own``, else its LM's baseline search."""
-    if not (params.use_lr_search and spec.lm in (params.lr_search_lms or [])):
-        return None
-    if spec.kind == "arch" and params.arch_lr == "own":
-        return Path(params.out_dir) / "lr_check" / spec.name.removesuffix(f"_seed{spec.seed}") / "search"
-    return Path(params.out_dir) / "lr_search" / spec.lm
-
-
-def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfig, TrainConfig]:
-    """The architecture and training config of one run, each built once from the LM's baseline:
-    the spec's architecture overrides; its seed, stages and embedding key; and, when enabled
-    and finished, the searched learning rates (:func:`lr_source`).
-
-    Raises:
-        ValueError: when an architecture row should train at its own searched LR
-            (``arch_lr: own``) and that search has not finished.
-    """
-    train = params.train[spec.lm]
-    stage1, stage2 = train.stage1, train.stage2
-    source = lr_source(params, spec)
-    chosen = chosen_learning_rates(source) if source is not None else None
-    if chosen is None and source is not None and spec.kind == "arch" and params.arch_lr == "own":
-        row = source.parent.name
-        raise ValueError(f"{spec.name}: captioning.arch_lr is 'own', and the row's own LR search has not "
-                         f"finished ({source}/best.json); run caption_lr_check@{spec.lm}-{row.removeprefix(spec.lm + '_')}")
-    if chosen:
-        stage1 = dataclasses.replace(stage1, lr_projection=chosen["stage1_lr_projection"])
-        stage2 = dataclasses.replace(stage2, lr_projection=chosen["stage2_lr_projection"], lr_lm=chosen["stage2_lr_lm"])
-    train = dataclasses.replace(train, seed=spec.seed, stages=spec.stages, embedding_key=spec.embedding_key,
-                                stage1=stage1, stage2=stage2)
-    return dataclasses.replace(params.models[spec.lm], **spec.model_overrides), train
-
-
-def configuration(spec: RunSpec) -> str:
-    """The configuration part of a run's name: ``baseline``, ``n_layers2``, ``encoder_default_gpt2_s1``."""
-    config = spec.name.removesuffix(f"_seed{spec.seed}")
-    return "baseline" if config == spec.lm else config.removeprefix(f"{spec.lm}_")
 
 
 class StudyTracker:
@@ -179,9 +85,9 @@ class StudyTracker:
     the entry points (stage scripts, the CLI, the flows) pass it when ``captioning.track`` is on.
     """
 
-    def run(self, params: CaptioningParams, spec: RunSpec, config: str, run_params: dict[str, Any],
-            seeds: list[int]) -> contextlib.AbstractContextManager[Any]:
-        """Around one configuration at one seed (training and evaluation)."""
+    def run(self, plan: RunPlan, run_params: dict[str, Any]) -> contextlib.AbstractContextManager[Any]:
+        """Around one configuration at one seed (training and evaluation); ``run_params`` are
+        what the run's configuration is (specs, configs, decoding)."""
         return contextlib.nullcontext()
 
     def epoch_hook(self) -> EpochHook | None:
@@ -191,9 +97,8 @@ class StudyTracker:
     def scores(self, record: dict[str, Any]) -> None:
         """The record's val and test scores and its test ``predictions``, inside :meth:`run`."""
 
-    def seed_stats(self, params: CaptioningParams, spec: RunSpec, config: str, seeds: list[int],
-                   metrics: dict[str, Any]) -> None:
-        """Mean and std over a configuration's seeds (:func:`seed_stats`), once every seed finished."""
+    def seed_stats(self, plan: RunPlan, metrics: dict[str, Any]) -> None:
+        """Mean and std over the seeds of ``plan``'s configuration (:func:`seed_stats`), once every seed finished."""
 
     def lr_search(self, params: CaptioningParams, lm: str) -> contextlib.AbstractContextManager[Any]:
         """Around an LR search that runs (a finished one is not reported)."""
@@ -206,32 +111,26 @@ class StudyTracker:
 NO_TRACKING = StudyTracker()
 
 
-def _report_seed_stats(tracker: StudyTracker, params: CaptioningParams, spec: RunSpec, config: str,
-                       seeds: list[int], results: list[Path]) -> None:
-    """Seed statistics of a configuration once every seed's result file exists (each seed's
-    stage checks after writing its own, so the last to finish reports them; two finishing
-    together report the same values)."""
-    if len(seeds) < 2 or not all(p.is_file() for p in results):
+def _report_seed_stats(tracker: StudyTracker, plan: RunPlan, results: list[Path]) -> None:
+    """Seed statistics of ``plan``'s configuration once every seed's result file exists (each
+    seed's stage checks after writing its own, so the last to finish reports them; two
+    finishing together report the same values)."""
+    if len(plan.seeds) < 2 or not all(p.is_file() for p in results):
         return
-    tracker.seed_stats(params, spec, config, seeds, seed_stats([read_json(p) for p in results]))
+    tracker.seed_stats(plan, seed_stats([read_json(p) for p in results]))
 
 
-def _seeds_of(params: CaptioningParams, spec: RunSpec) -> list[int]:
-    return list(params.encoder_seeds if spec.kind == "encoder" else params.music.seeds if spec.kind == "music" else
-                params.seeds_for(spec.lm) if spec.kind == "lm" else [spec.seed])
-
-
-def _evaluate(params: CaptioningParams, checkpoint: str, dump: str, key: str, decoding: DecodingConfig,
-              compute: Compute) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-
-    if params.torch_threads > 0:
-        torch.set_num_threads(params.torch_threads)
-    manifest = load_dataset(params.dataset_dir).manifest
+def _evaluate(plan: RunPlan, checkpoint: str, compute: Compute) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """Val (the selection metrics) and test scores of ``checkpoint`` with ``plan.decoding``, and its test captions."""
+    if plan.torch_threads > 0:
+        torch.set_num_threads(plan.torch_threads)
+    manifest = load_dataset(plan.dataset_dir).manifest
     model = load_captioner(checkpoint, device=compute.device)  # generation in fp32 (docs/compute.md)
-    val = evaluate_split(model, load_caption_split(dump, manifest, "val", embedding_key=key), decoding,
-                         metrics=params.selection_metrics)
-    test = evaluate_split(model, load_caption_split(dump, manifest, "test", embedding_key=key), decoding,
-                          metrics=params.metrics)
+    dump, key = plan.spec.dump, plan.spec.embedding_key
+    val = evaluate_split(model, load_caption_split(dump, manifest, "val", embedding_key=key), plan.decoding,
+                         metrics=plan.selection_metrics)
+    test = evaluate_split(model, load_caption_split(dump, manifest, "test", embedding_key=key), plan.decoding,
+                          metrics=plan.metrics)
     return val["scores"], {**test["scores"], "n_empty": test["n_empty"]}, test["predictions"]
 
 
@@ -245,38 +144,44 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
         and ``test`` scores (``corpus``, ``unavailable``, ``primary``), checkpoint.
     """
     compute = or_default(compute)
-    out = Path(params.out_dir)
-    path = out / "results" / f"{spec.name}.json"
+    path = Path(params.out_dir) / "results" / f"{spec.name}.json"
     if path.is_file():
         return read_json(path)
-    params.check_lm(spec.lm)
-    params = run_params_for(params, spec)
-    model_cfg, train_cfg = run_configs(params, spec)
+    plan = plan_run(params, spec)  # the study section read once; below, only the plan
+    record = _train_and_score(plan, compute, tracker)
+    write_json(path, record)
+    if spec.kind in ("encoder", "music"):  # an LM's baseline seeds: noise_floor logs them
+        stem = spec.name.removesuffix(f"_seed{spec.seed}")
+        _report_seed_stats(tracker, plan, [plan.out_dir / "results" / f"{stem}_seed{s}.json" for s in plan.seeds])
+    return record
+
+
+def _train_and_score(plan: RunPlan, compute: Compute, tracker: StudyTracker) -> dict[str, Any]:
+    """Train ``plan`` (resumable) and score it; its test captions go beside the run's training.
+
+    Returns:
+        The run's record (:func:`execute_run`).
+    """
+    spec, model_cfg, train_cfg, out = plan.spec, plan.model, plan.train, plan.out_dir
+    assert model_cfg is not None and train_cfg is not None, "a run is planned with its configs"
     lm = resolve_lm(model_cfg)  # once, before the run opens: a hub id's commit, a folder's weights SHA-256
     run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
-                  "train": train_cfg.record(), "decoding": dataclasses.asdict(params.decoding),
+                  "train": train_cfg.record(), "decoding": dataclasses.asdict(plan.decoding),
                   **({"pretrained_lm": lm.record()} if lm is not None else {})}
-    with tracker.run(params, spec, configuration(spec), run_params, _seeds_of(params, spec)):
-        trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=params.dataset_dir,
-                                  out_dir=out / "runs" / spec.name, progress=params.progress,
+    with tracker.run(plan, run_params):
+        trained = train_captioner(model_cfg, train_cfg, dump=spec.dump, dataset_dir=plan.dataset_dir,
+                                  out_dir=out / "runs" / spec.name, progress=plan.progress,
                                   on_epoch_end=tracker.epoch_hook(),
                                   lm_cache_dir=out / "lm_warmup", compute=compute, lm=lm)
-        val, test, preds = _evaluate(params, trained["checkpoint"], spec.dump, spec.embedding_key, params.decoding,
-                                     compute)
+        val, test, preds = _evaluate(plan, trained["checkpoint"], compute)
         record = {"spec": dataclasses.asdict(spec), "model": trained["model"], "train": trained["train"],
                   **({"pretrained_lm": trained["pretrained_lm"]} if "pretrained_lm" in trained else {}),
                   "history": {k: v["history"] for k, v in trained["stages"].items()},
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
-                  "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(params.decoding),
+                  "checkpoint": trained["checkpoint"], "decoding": dataclasses.asdict(plan.decoding),
                   "val": val, "test": test}
         tracker.scores({**record, "stages": trained["stages"], "predictions": preds})
     write_json(test_predictions_path(out, spec.name), preds)
-    write_json(path, record)
-    if spec.kind in ("encoder", "music"):  # an LM's baseline seeds: noise_floor logs them
-        seeds = _seeds_of(params, spec)
-        stem = spec.name.removesuffix(f"_seed{spec.seed}")
-        _report_seed_stats(tracker, params, spec, configuration(spec), seeds,
-                           [out / "results" / f"{stem}_seed{s}.json" for s in seeds])
     return record
 
 
@@ -331,17 +236,16 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     run_params = {"spec": dataclasses.asdict(spec), "model": base["model"], "train": base["train"],
                   **({"pretrained_lm": base["pretrained_lm"]} if "pretrained_lm" in base else {}),
                   "decoding": dataclasses.asdict(decoding), "checkpoint_run": base["spec"]["name"]}
-    seeds = decoding_seeds(params, lm, name)
-    with tracker.run(params, spec, f"decoding_{name}", run_params, seeds):
-        val, test, preds = _evaluate(params, base["checkpoint"], params.dump, params.embedding_key, decoding,
-                                     compute)
+    plan = dataclasses.replace(plan_run(params, spec, configs=False), decoding=decoding,
+                               configuration=f"decoding_{name}", seeds=decoding_seeds(params, lm, name))
+    with tracker.run(plan, run_params):
+        val, test, preds = _evaluate(plan, base["checkpoint"], compute)
         record = {"lm": lm, "name": name, "seed": seed, "decoding": dataclasses.asdict(decoding),
                   "checkpoint": base["checkpoint"], "weights_sha256": weights, "val": val, "test": test}
         tracker.scores({**record, "predictions": preds})
     write_json(path.with_suffix(".predictions.json"), preds)
     write_json(path, record)
-    _report_seed_stats(tracker, params, spec, f"decoding_{name}", seeds,
-                       [decoding_seed_path(params, lm, name, s) for s in seeds])
+    _report_seed_stats(tracker, plan, [decoding_seed_path(params, lm, name, s) for s in plan.seeds])
     return record
 
 
@@ -384,7 +288,7 @@ def noise_floor(params: CaptioningParams, lm: str, *, compute: Compute | None = 
     write_json(Path(params.out_dir) / "noise_floor" / f"{lm}.json", result)
     # The noise floor on the seed group: test/<metric>_mean, test/<metric>_std.
     if len(params.seeds_for(lm)) > 1:
-        tracker.seed_stats(params, lm_specs(params, lm)[0], "baseline", params.seeds_for(lm), metrics)
+        tracker.seed_stats(plan_run(params, lm_specs(params, lm)[0], configs=False), metrics)
     return result
 
 
