@@ -5,7 +5,10 @@
 1. the always-run stages refresh the code fingerprints (:mod:`clapcap.code_deps`);
 2. ``dvc status`` must show *only* code changes: stages whose one changed dep is their
    ``build/code/<stage>.json``. A changed param, data dep, output or command is refused (that
-   is a real change: ``make repro``);
+   is a real change: ``make repro``). With ``rerun_params`` (``--rerun-params``), a stage whose
+   other changes are ``params.yaml`` entries only (keys moved, not values changed: a block
+   nested under a new key) is admitted as a canary that must rerun: the rerun, not the
+   params' text, decides whether anything changed;
 3. the **canary**: the cheapest set of those stages that together run every changed file
    (a greedy set cover over the files whose fingerprint changed, each stage weighted by its
    seconds in the last build, ``reports/build_times.json``), or the stages given;
@@ -74,11 +77,22 @@ def group_of(stage: str) -> str:
 def classify(status: dict[str, list]) -> tuple[list[str], dict[str, str]]:
     """Split ``dvc status --json`` into stages whose only change is their code fingerprint and
     the others (with what changed); ``always changed`` alone is no change."""
-    code, other = [], {}
+    code, params, other = classify_params(status)
+    return code, {**other, **params}
+
+
+def classify_params(status: dict[str, list]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """:func:`classify`, with the stages whose changes beyond their code are ``params.yaml``
+    entries only set apart (the middle item, with what changed).
+
+    Returns:
+        ``(code stages, params-only stages, other stages)``.
+    """
+    code, params, other = [], {}, {}
     prefix = FINGERPRINT_DIR.rstrip("/") + "/"
     for stage, entries in status.items():
         stage = stage.split(":")[-1]
-        reasons = []
+        reasons, params_only = [], True
         only_code = False
         for entry in entries:
             if entry == "always changed":
@@ -88,15 +102,19 @@ def classify(status: dict[str, list]) -> tuple[list[str], dict[str, str]]:
                 non_code = {p: s for p, s in deps.items() if not p.startswith(prefix)}
                 if non_code:
                     reasons.append(f"changed deps {non_code}")
+                    params_only = params_only and set(non_code) == {"params.yaml"}
                 else:
                     only_code = True
             else:
                 reasons.append(str(entry))
-        if reasons:
+                params_only = False
+        if reasons and params_only:
+            params[stage] = "; ".join(reasons)
+        elif reasons:
             other[stage] = "; ".join(reasons)
         elif only_code:
             code.append(stage)
-    return code, other
+    return code, params, other
 
 
 def changed_files(old: dict | None, new: dict) -> set[str]:
@@ -158,13 +176,15 @@ def locked_fingerprints(root: Path) -> dict[str, dict | None]:
 
 def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = None, dry_run: bool = False,
                     dvc: Sequence[str] | None = None, say: Callable[[str], None] = print,
-                    times_path: str = DEFAULT_TIMES) -> RefactorResult:
+                    times_path: str = DEFAULT_TIMES, rerun_params: bool = False) -> RefactorResult:
     """Steps 1-5 of the module doc. ``canary`` replaces the chosen stages; ``dry_run`` stops
-    after printing the plan.
+    after printing the plan; ``rerun_params`` admits stages whose params changed, each as a
+    canary (step 2).
 
     Raises:
-        NotACodeChange: when ``dvc status`` shows anything but code changes, or a ``canary``
-            stage is not one of the changed stages.
+        NotACodeChange: when ``dvc status`` shows anything but code changes (and, with
+            ``rerun_params``, params changes), or a ``canary`` stage is not one of the changed
+            stages, or leaves out a stage whose params changed.
     """
     root = Path(root)
     dvc = list(dvc) if dvc else [str(Path(sys.executable).with_name("dvc"))]
@@ -172,10 +192,16 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, say=say, env=STAGE_ENV)
     if not first.ok:
         return RefactorResult(failed=first.failed)
-    code, other = classify(dvc_status(root, dvc))
+    code, params, other = classify_params(dvc_status(root, dvc))
+    if not rerun_params:
+        other.update(params)
     if other:
         listed = "\n".join(f"  {s}: {why}" for s, why in sorted(other.items()))
         raise NotACodeChange(f"not only code changed, so this needs a rebuild (make repro), not a commit:\n{listed}")
+    forced = sorted(params) if rerun_params else []
+    for stage in forced:
+        say(f"{stage}: params.yaml changed ({params[stage]}): it reruns as a canary")
+    code = [*code, *forced]
     result = RefactorResult(code_stages=sorted(code))
     if not code:
         say("no stage's code changed: nothing to commit")
@@ -192,9 +218,13 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
         unknown = sorted(set(canary) - set(code))
         if unknown:
             raise NotACodeChange(f"canary stage(s) {unknown} did not change; changed: {', '.join(sorted(code))}")
+        if missing := sorted(set(forced) - set(canary)):
+            raise NotACodeChange(f"stage(s) {missing} changed params: they must be canaries")
         result.canary = list(canary)
-    else:
-        result.canary = choose_canary(files, seconds)
+    else:  # the params stages rerun anyway: the cover completes what they leave
+        rest = choose_canary({s: f - set().union(*(files[x] for x in forced)) for s, f in files.items()
+                              if s not in forced}, seconds) if forced else choose_canary(files, seconds)
+        result.canary = [*forced, *(s for s in rest if s not in forced)]
     covered = set().union(*(files[s] for s in result.canary)) if result.canary else set()
     changed = set().union(*files.values())
     est = sum(seconds.get(s, DEFAULT_SECONDS) for s in result.canary)

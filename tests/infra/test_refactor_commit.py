@@ -113,3 +113,34 @@ def test_a_refactor_is_committed_after_the_canary_and_a_behaviour_change_is_not(
     (root / "params.yaml").write_text("x: 2\n")
     with pytest.raises(NotACodeChange, match="params.yaml"):
         refactor_commit(root, say=said.append)
+
+
+@pytest.mark.timeout(300)
+def test_moved_params_are_admitted_only_as_canaries_that_reproduce_their_outputs(tmp_path, monkeypatch):
+    """Params moved under a new key (the optim block): refused by default; with rerun_params
+    each stage whose params changed reruns, and its outputs decide."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    root = _project(tmp_path)
+    # Stage one writes its param: a moved key keeps the value, a changed value changes the output.
+    one = root / "pipelines/one.py"
+    one.write_text(one.read_text().replace("write_text('1')", "write_text(str(__import__('yaml').safe_load("
+                                                               "open('params.yaml'))['b']['x']))"))
+    said: list[str] = []
+    (root / "params.yaml").write_text("b:\n  x: 1\n")
+    spec = yaml.safe_load((root / "dvc.yaml").read_text())
+    for name in ("one", "two"):
+        spec["stages"][name]["params"] = ["b.x"]
+    (root / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    with pytest.raises(NotACodeChange, match="params.yaml"):
+        refactor_commit(root, say=said.append)
+    with pytest.raises(NotACodeChange, match=r"\['two'\] changed params: they must be canaries"):
+        refactor_commit(root, say=said.append, rerun_params=True, canary=["one"])
+    result = refactor_commit(root, say=said.append, rerun_params=True)
+    assert result.ok, said
+    assert sorted(result.canary) == ["one", "two"] and result.committed == []
+    assert any("one: params.yaml changed" in line for line in said)
+    assert (root / "out_one.txt").read_text() == "1" and "one" not in _status(root)
+    # A changed value is a changed result: stage one's canary differs, nothing is committed.
+    (root / "params.yaml").write_text("b:\n  x: 5\n")
+    result = refactor_commit(root, say=said.append, rerun_params=True)
+    assert not result.ok and result.changed_outputs == {"one": ["out_one.txt"]}

@@ -42,7 +42,8 @@ def _use_clap(args: argparse.Namespace) -> int:
 def _refactor_commit(args: argparse.Namespace) -> int:
     from clapcap.refactor import refactor_commit
 
-    result = refactor_commit(args.root, canary=args.canary or None, dry_run=args.dry_run)
+    result = refactor_commit(args.root, canary=args.canary or None, dry_run=args.dry_run,
+                             rerun_params=args.rerun_params)
     return 0 if result.ok else 1
 
 
@@ -81,4 +82,7 @@ def register(subparsers: Any, name: str, help_text: str) -> None:
     p.add_argument("--canary", nargs="+", metavar="STAGE", default=[],
                    help="rerun these stages instead of the chosen cover (each must be a changed stage)")
     p.add_argument("--dry-run", action="store_true", help="print the changed stages and the canary, run nothing")
+    p.add_argument("--rerun-params", action="store_true",
+                   help="admit stages whose params.yaml entries changed (keys moved, values kept): each reruns "
+                        "as a canary and must reproduce its outputs")
     p.add_argument("--root", default=".", help="the DVC project")
