@@ -50,7 +50,7 @@ def test_successful_commands_print_progress_and_result_only(tmp_path):
     malformed ID3 tag a libmpg123 warning. Real commands, on a tiny corpus with real mp3s."""
     (tmp_path / "params.yaml").write_text(
         "data:\n  out_dir: corpus\n  include_real_audio: true\n  synthetic: {n_clips: 30, max_duration_s: 2.5}\n"
-        "train_clap:\n  dataset_dir: corpus\n  out_dir: clap\n  epochs: 1\n  batch_size: 8\n  eval_every: 1\n")
+        "train_clap:\n  dataset_dir: corpus\n  out_dir: clap\n  optim: {epochs: 1, batch_size: 8}\n  eval_every: 1\n")
     env = {k: v for k, v in os.environ.items() if k not in _CLI_SETS}
     env.update(PREFECT_HOME=str(tmp_path / "prefect"), MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}",
                HF_HUB_OFFLINE="1")

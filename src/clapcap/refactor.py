@@ -6,9 +6,10 @@
 2. ``dvc status`` must show *only* code changes: stages whose one changed dep is their
    ``build/code/<stage>.json``. A changed param, data dep, output or command is refused (that
    is a real change: ``make repro``). With ``rerun_params`` (``--rerun-params``), a stage whose
-   other changes are ``params.yaml`` entries only (keys moved, not values changed: a block
-   nested under a new key) is admitted as a canary that must rerun: the rerun, not the
-   params' text, decides whether anything changed;
+   other changes are ``params.yaml`` entries (keys moved, not values changed: a block nested
+   under a new key) or its ``persist: true`` outputs (resume state removed, so that the stage
+   trains from scratch) is admitted as a canary that must rerun: the rerun, not the params'
+   text, decides whether anything changed;
 3. the **canary**: the cheapest set of those stages that together run every changed file
    (a greedy set cover over the files whose fingerprint changed, each stage weighted by its
    seconds in the last build, ``reports/build_times.json``), or the stages given;
@@ -81,12 +82,14 @@ def classify(status: dict[str, list]) -> tuple[list[str], dict[str, str]]:
     return code, {**other, **params}
 
 
-def classify_params(status: dict[str, list]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+def classify_params(status: dict[str, list], persisted: frozenset[str] | set[str] = frozenset()
+                    ) -> tuple[list[str], dict[str, str], dict[str, str]]:
     """:func:`classify`, with the stages whose changes beyond their code are ``params.yaml``
-    entries only set apart (the middle item, with what changed).
+    entries or ``persisted`` outputs (resume state) only set apart (the middle item, with what
+    changed): they can rerun as canaries.
 
     Returns:
-        ``(code stages, params-only stages, other stages)``.
+        ``(code stages, rerun stages, other stages)``.
     """
     code, params, other = [], {}, {}
     prefix = FINGERPRINT_DIR.rstrip("/") + "/"
@@ -105,6 +108,8 @@ def classify_params(status: dict[str, list]) -> tuple[list[str], dict[str, str],
                     params_only = params_only and set(non_code) == {"params.yaml"}
                 else:
                     only_code = True
+            elif isinstance(entry, dict) and set(entry) == {"changed outs"} and set(entry["changed outs"]) <= persisted:
+                reasons.append(f"resume state {entry['changed outs']}")
             else:
                 reasons.append(str(entry))
                 params_only = False
@@ -192,7 +197,7 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
     first = run_parallel(graph, graph.always_changed, jobs=1, root=root, dvc=dvc, say=say, env=STAGE_ENV)
     if not first.ok:
         return RefactorResult(failed=first.failed)
-    code, params, other = classify_params(dvc_status(root, dvc))
+    code, params, other = classify_params(dvc_status(root, dvc), graph.persisted)
     if not rerun_params:
         other.update(params)
     if other:
@@ -200,7 +205,7 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
         raise NotACodeChange(f"not only code changed, so this needs a rebuild (make repro), not a commit:\n{listed}")
     forced = sorted(params) if rerun_params else []
     for stage in forced:
-        say(f"{stage}: params.yaml changed ({params[stage]}): it reruns as a canary")
+        say(f"{stage}: params or resume state changed ({params[stage]}): it reruns as a canary")
     code = [*code, *forced]
     result = RefactorResult(code_stages=sorted(code))
     if not code:

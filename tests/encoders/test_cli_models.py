@@ -30,7 +30,7 @@ def test_cli_embed_without_a_checkpoint_is_a_usage_error_not_a_random_model(tiny
 def test_cli_train_clap_and_embed_pipeline(tiny_corpus, tmp_path, monkeypatch):
     model_dir = tmp_path / "clap"
     (tmp_path / "params.yaml").write_text(
-        f"train_clap:\n  dataset_dir: {tiny_corpus}\n  out_dir: {model_dir}\n  epochs: 1\n  batch_size: 8\n"
+        f"train_clap:\n  dataset_dir: {tiny_corpus}\n  out_dir: {model_dir}\n  optim: {{epochs: 1, batch_size: 8}}\n"
         f"  track: false\n"
         f"embed:\n  out_dir: {tmp_path / 'emb'}\n  datasets: {{tiny: {tiny_corpus}}}\n  splits: [val]\n"
         f"  encoders:\n    default: {{checkpoint: {model_dir / 'model'}, batch_size: 8}}\n")

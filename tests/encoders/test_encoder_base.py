@@ -43,7 +43,7 @@ def test_config_sections_are_strict(tmp_path):
     from clapcap.encoders.config import EmbedParams, IdentityParams
 
     p = tmp_path / "params.yaml"
-    p.write_text("train_clap:\n  epochs: 2\n  model: {spec_size: 128}\n"
+    p.write_text("train_clap:\n  optim: {epochs: 2}\n  model: {spec_size: 128}\n"
                  "embed:\n  encoders:\n    tiny: {backend: hf_clap, checkpoint: ''}\n"
                  "checkpoint_identity: {max_clips: 2}\n")
     assert load_section(TrainClapParams, "train_clap", p).model.spec_size == 128

@@ -25,8 +25,9 @@ def _repo(root: Path, corpus: Path, env: dict[str, str]) -> None:
     shutil.copy(REPO / "pipelines" / "train_clap.py", root / "pipelines")
     shutil.copytree(corpus, root / "data" / "corpus")
     params = {"compute": {"device": "cpu", "precision": "fp32"},
-              "train_clap": {"dataset_dir": "data/corpus", "out_dir": "models/clap", "epochs": 6, "batch_size": 8,
-                             "lr": 0.003, "warmup_steps": 2, "seed": 0, "collapse_alpha": 0.0, "track": True,
+              "train_clap": {"dataset_dir": "data/corpus", "out_dir": "models/clap",
+                             "optim": {"epochs": 6, "batch_size": 8, "lr": 0.003, "warmup_steps": 2, "seed": 0},
+                             "collapse_alpha": 0.0, "track": True,
                              "registered_model": MODEL, "torch_threads": 1}}
     stage = {"cmd": "python pipelines/train_clap.py", "deps": ["pipelines/train_clap.py", "data/corpus"],
              "params": ["compute", "train_clap"],

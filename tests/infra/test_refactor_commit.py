@@ -138,8 +138,15 @@ def test_moved_params_are_admitted_only_as_canaries_that_reproduce_their_outputs
     result = refactor_commit(root, say=said.append, rerun_params=True)
     assert result.ok, said
     assert sorted(result.canary) == ["one", "two"] and result.committed == []
-    assert any("one: params.yaml changed" in line for line in said)
+    assert any("one: params or resume state changed" in line for line in said)
     assert (root / "out_one.txt").read_text() == "1" and "one" not in _status(root)
+    # Resume state removed (to retrain from scratch): refused by default, rerun with rerun_params.
+    (root / "src/clapcap/lib/shared.py").write_text("def helper():\n    return {'c': 3}\n")
+    (root / "state_two.log").unlink()
+    with pytest.raises(NotACodeChange, match="resume state"):
+        refactor_commit(root, say=said.append)
+    result = refactor_commit(root, say=said.append, rerun_params=True)
+    assert result.ok and result.canary[0] == "two" and (root / "state_two.log").is_file(), said
     # A changed value is a changed result: stage one's canary differs, nothing is committed.
     (root / "params.yaml").write_text("b:\n  x: 5\n")
     result = refactor_commit(root, say=said.append, rerun_params=True)
