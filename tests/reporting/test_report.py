@@ -115,6 +115,10 @@ def test_missing_inputs_say_not_run(tmp_path):
     assert sections["retrieval"]["reason"] == "no input given"
     md = (out / "report.md").read_text()
     assert md.count("_Not run_") == len(SECTIONS) - 1
+    # Real recordings come right after the findings, before the generated corpus's studies.
+    heads = [line for line in md.splitlines() if line.startswith("## ")]
+    assert heads[:3] == ["## Findings over training seeds", "## Real recordings (no generator made them)",
+                         "## Language-model ablation with noise floors"]
     assert "% Retrieval in the AudioCaps text-to-audio leaderboard: not run" in (out / "report.tex").read_text()
 
 

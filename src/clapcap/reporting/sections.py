@@ -12,8 +12,11 @@ from typing import Any
 from clapcap.reporting import figures as figs
 from clapcap.reporting.tables import Row, Table
 
+# The report's order: the findings, then real recordings (the results a reader of the field
+# can act on), then the studies on the generated corpus.
 SECTIONS: dict[str, str] = {
     "findings": "Findings over training seeds",
+    "real": "Real recordings (no generator made them)",
     "lm_ablation": "Language-model ablation with noise floors",
     "arch_ablation": "Architecture ablation",
     "decoding_ablation": "Decoding ablation",
@@ -23,7 +26,6 @@ SECTIONS: dict[str, str] = {
     "retrieval": "Retrieval in the AudioCaps text-to-audio leaderboard",
     "llm_views": "RobustCLAP views from a real LLM",
     "pairwise": "Pairwise A/B study with LLM judges",
-    "real": "Real recordings (no generator made them)",
     "vocab": "Vocabulary and length of generated captions",
     "kinds": "Which words hurt retrieval: sound events, attributes or structure",
     "views": "How many paraphrase views per caption",
