@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from optim_kw import params_with
 
 from clapcap.clap.optim import OptimConfig
 from clapcap.compute import Compute, ComputeParams, DeviceUnavailable, resolve
-from optim_kw import params_with
 
 
 class Reached(Exception):

@@ -12,13 +12,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from optim_kw import params_with
 
 from clapcap import tracking
 from clapcap.clap import train as clap_train
 from clapcap.clap.config import TrainClapParams
 from clapcap.tracked import clap as tracked_clap
 from clapcap.utils.io import write_json
-from optim_kw import params_with
 
 
 @pytest.fixture

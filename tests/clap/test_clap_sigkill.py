@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
+from optim_kw import params_with
 
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.train import train_clap
 from clapcap.config import to_dict
-from optim_kw import params_with
 
 
 def _params(tmp_path, tiny_corpus, name: str) -> TrainClapParams:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from optim_kw import params_with
 
 from clapcap.clap.config import TrainClapParams
 from clapcap.clap.minilm import (
@@ -18,7 +19,6 @@ from clapcap.clap.model import TinyClapConfig
 from clapcap.clap.train import train_clap
 from clapcap.config import ConfigError
 from clapcap.pretrained.assets import minilm_dir
-from optim_kw import params_with
 
 CAPTIONS = ["a dog barks twice", "rain falls on a tin roof while thunder rumbles", "music"]
 

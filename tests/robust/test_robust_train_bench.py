@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
+from optim_kw import params_with
 
 from clapcap.experiments.robust.config import RobustBenchParams
 from clapcap.paraphrase.dataset import ParaphraseParams, paraphrase_dataset
 from clapcap.robust.config import MultiViewLossConfig, RobustTrainParams
-from optim_kw import params_with
 
 
 @pytest.fixture(scope="module")

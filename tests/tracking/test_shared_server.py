@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 import services
+from optim_kw import params_with
 
 from clapcap import tracking
 from clapcap.clap.config import TrainClapParams
 from clapcap.cli import main
 from clapcap.retrieval.item_scores import ITEM_SCORES_FILE
 from clapcap.tracked.clap import run_synth_clap
-from optim_kw import params_with
 
 pytestmark = pytest.mark.services
 
