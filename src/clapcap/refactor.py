@@ -227,9 +227,9 @@ def refactor_commit(root: str | Path = ".", *, canary: Sequence[str] | None = No
             raise NotACodeChange(f"stage(s) {missing} changed params: they must be canaries")
         result.canary = list(canary)
     else:  # the params stages rerun anyway: the cover completes what they leave
-        rest = choose_canary({s: f - set().union(*(files[x] for x in forced)) for s, f in files.items()
-                              if s not in forced}, seconds) if forced else choose_canary(files, seconds)
-        result.canary = [*forced, *(s for s in rest if s not in forced)]
+        by_forced = set().union(*(files[s] for s in forced))
+        result.canary = [*forced, *choose_canary({s: f - by_forced for s, f in files.items() if s not in forced},
+                                                 seconds)]
     covered = set().union(*(files[s] for s in result.canary)) if result.canary else set()
     changed = set().union(*files.values())
     est = sum(seconds.get(s, DEFAULT_SECONDS) for s in result.canary)
