@@ -13,11 +13,15 @@ Three forms, checked by ``--check`` (in ``make lint``) against the committed out
 
       the nearest training caption scores 0.436<!-- build:metrics/summary/real_captioning/retrieval_cider_d.json#/value -->
 
-  The part after ``#`` is a JSON Pointer (RFC 6901: ``/a/b/0``; ``~1`` is ``/``, ``~0`` is ``~``).
+  The part after ``#`` is a JSON Pointer (RFC 6901: ``/a/b/0``; ``~1`` is ``/``, ``~0`` is ``~``),
+  with one addition: a part ``[key=value]`` picks the one element of a list whose ``key`` is
+  ``value`` (``/findings/[id=real_robust.view2_r10_vs_control]/effect``), so that a finding
+  added or reordered by a rebuild does not move the number onto another finding.
 
 - a **dated** number: in the docs of :data:`STRICT`, every paragraph that states a decimal
   number (two or more decimal places) outside a code block must hold a block or inline
-  reference, or name the build it quotes: a date (``2026-12-02``), a commit in backticks, or
+  reference, or name the build it quotes (each top-level list item is its own paragraph,
+  dated also by its list's lead-in): a date (``2026-12-02``), a commit in backticks, or
   a machine (``machine F``). Such a number is history: it makes no claim about the current build.
   A number in inline code (```lr 0.01```) is a setting or a command, not a result.
 
@@ -40,7 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/*.md")
 # The docs whose every result number must be referenced or dated (issue 43: they quoted older builds).
-STRICT = ("docs/captioning.md", "docs/encoders.md", "docs/pairwise.md")
+STRICT = ("docs/captioning.md", "docs/encoders.md", "docs/pairwise.md", "docs/results.md",
+          "docs/robust.md")
 
 BLOCK = re.compile(r"<!-- build:begin (?P<path>\S+) -->\n(?P<body>.*?)<!-- build:end -->", re.S)
 INLINE = re.compile(r"(?P<number>[-+]?\d[\d,]*(?:\.\d+)?)<!-- build:(?P<path>[^#\s]+)#(?P<pointer>\S*) -->")
@@ -48,6 +53,8 @@ DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d{2,}(?![\w.])")
 DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|`[0-9a-f]{7,40}`|\bmachine [A-Z]\b")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE = re.compile(r"`[^`\n]+`")  # a setting or a command (`lr 0.01`), not a result
+SELECT = re.compile(r"\[(?P<key>[^=\]]+)=(?P<value>[^\]]*)\]")  # a list element by a key's value
+ITEM = re.compile(r"^(?:- |\* |\d+\. )", re.M)  # a top-level list item: its own paragraph
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,14 @@ def resolve_pointer(data: object, pointer: str, origin: str) -> object:
     value = data
     for raw in pointer.split("/")[1:] if pointer else []:
         part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+        select = SELECT.fullmatch(part)
+        if isinstance(value, list) and select:
+            found = [v for v in value if isinstance(v, dict) and str(v.get(select["key"])) == select["value"]]
+            if len(found) != 1:
+                raise KeyError(f"{origin}#{pointer}: {len(found)} elements with {select['key']} "
+                               f"{select['value']!r}, expected one")
+            value = found[0]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
         elif isinstance(value, dict) and part in value:
             value = value[part]
@@ -130,21 +144,41 @@ def _fix_inline(text: str, root: Path, origin: str, problems: list[Problem], cac
     return INLINE.sub(number, text)
 
 
+def _paragraphs(text: str) -> Iterator[tuple[int, str, bool]]:
+    """(offset, text, dated by its list's lead-in) of each paragraph of ``text``: the blocks
+    between blank lines, each top-level list item on its own. An item counts as dated when the
+    lead-in of its list is: the block's text before its first item, or, for a block that opens
+    with an item, the block before it when that ends with a colon."""
+    previous = ""
+    for block in re.finditer(r".+?(?:\n[ \t]*\n|\Z)", text, re.S):
+        body, start = block[0], block.start()
+        items = [m.start() for m in ITEM.finditer(body)]
+        if not items:
+            yield start, body, False
+            previous = body
+            continue
+        lead = body[:items[0]]
+        lead_dated = bool(DATED.search(lead) if lead.strip() else
+                          previous.rstrip().endswith(":") and DATED.search(previous))
+        if lead.strip():
+            yield start, lead, False
+        for a, b in zip(items, [*items[1:], len(body)], strict=True):
+            yield start + a, body[a:b], lead_dated
+        previous = body
+
+
 def unsourced(text: str, origin: str) -> Iterator[Problem]:
     """Paragraphs of ``text`` that state a decimal number with no reference and no build named."""
     masked = FENCE.sub(lambda m: "\n" * m[0].count("\n"), text)  # code blocks keep their line count
     masked = BLOCK.sub(lambda m: "\n" * m[0].count("\n"), masked)
-    offset = 0
     spans = CODE.sub(lambda m: " " * len(m[0]), masked)
-    for para in re.split(r"(\n\s*\n)", masked):
-        if not para.strip() or DATED.search(para) or "<!-- build:" in para:
-            offset += len(para)
+    for offset, para, inherited in _paragraphs(masked):
+        if inherited or DATED.search(para) or "<!-- build:" in para:
             continue
         for m in DECIMAL.finditer(spans[offset:offset + len(para)]):
             yield Problem(origin, _line(masked, offset + m.start()),
                           f"{m[0]} is quoted from no build file: reference it (<!-- build:PATH#/POINTER -->) "
                           "or name the build it comes from (a date, a commit, a machine)")
-        offset += len(para)
 
 
 def process(root: Path, *, write: bool) -> list[Problem]:

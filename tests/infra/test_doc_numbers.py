@@ -56,3 +56,25 @@ def test_a_strict_doc_names_the_source_of_each_decimal(tmp_path):
 
 def test_the_repository_docs_pass():
     assert [str(p) for p in doc_numbers.process(doc_numbers.ROOT, write=False)] == []
+
+
+def test_a_list_element_is_picked_by_its_id_not_its_place(tmp_path):
+    doc = _tree(tmp_path, "effect +0.12<!-- build:metrics/f.json#/findings/[id=b.two]/effect -->\n\n"
+                          "none 0.1<!-- build:metrics/f.json#/findings/[id=c]/effect -->\n")
+    (tmp_path / "metrics" / "f.json").write_text(json.dumps(
+        {"findings": [{"id": "a.one", "effect": 0.5}, {"id": "b.two", "effect": 0.123}]}))
+    messages = _messages(tmp_path)
+    assert len(messages) == 1 and "0 elements with id 'c'" in messages[0]
+    # A finding added in front of it (a rebuild's new finding) leaves the number where it was.
+    (tmp_path / "metrics" / "f.json").write_text(json.dumps(
+        {"findings": [{"id": "a.zero", "effect": 9.0}, {"id": "a.one", "effect": 0.5}, {"id": "b.two", "effect": 0.123}]}))
+    doc_numbers.process(tmp_path, write=True)
+    assert "+0.12<!-- build:metrics/f.json#/findings/[id=b.two]/effect -->" in doc.read_text()
+
+
+def test_each_list_item_names_its_build_unless_its_lead_in_does(tmp_path):
+    _tree(tmp_path, "Measured on 2026-12-05:\n- one 0.25\n- two 0.50\n\n"
+                    "Measured somewhere:\n- three 0.75, on 2026-12-01\n- four 0.80\n  with a nested line 0.90\n\n"
+                    "The build of 2026-12-04 had:\n\n- five 0.33\n")
+    problems = doc_numbers.process(tmp_path, write=False)
+    assert [(p.line, p.message.split(" ")[0]) for p in problems] == [(7, "0.80"), (8, "0.90")]

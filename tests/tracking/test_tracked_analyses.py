@@ -85,11 +85,16 @@ def test_pipeline_vs_reference_per_subset(mlflow_uri):
     findings = [finding("captioning.pipeline.gpt2.vs_retrieval_captioner", 0.9, 0.8),
                 finding("captioning.pipeline.gpt2.vs_retrieval_captioner.music", 2.0, 0.5),
                 finding("captioning.pipeline.t5.vs_retrieval_captioner.music", 1.5, 0.5),
-                finding("captioning.lm.t5.vs_gpt2", 0.1, 0.2)]  # not a pipeline finding: left out
+                finding("captioning.lm.t5.vs_gpt2", 0.1, 0.2),  # not a pipeline finding: left out
+                # the real corpus's study: its own runs, not merged into the synthetic study's
+                finding("real_captioning.pipeline.gpt2.vs_retrieval_captioner.unseen", 0.05, 0.04)]
     ids = log_pipeline_vs_reference(findings, experiment="clapcap-test-subsets")
     runs = {mlflow.get_run(i).info.run_name: mlflow.get_run(i).data.metrics for i in ids}
     assert set(runs) == {"captioning/gpt2/vs_retrieval_captioner", "captioning/t5/vs_retrieval_captioner",
-                         "captioning/retrieval_captioner/subsets"}
+                         "captioning/retrieval_captioner/subsets", "real_captioning/gpt2/vs_retrieval_captioner",
+                         "real_captioning/retrieval_captioner/subsets"}
+    assert runs["real_captioning/gpt2/vs_retrieval_captioner"] == {"test/unseen/cider_d_mean": 0.05,
+                                                                    "test/unseen/cider_d_diff": pytest.approx(0.01)}
     gpt2 = runs["captioning/gpt2/vs_retrieval_captioner"]
     assert gpt2["test/cider_d_mean"] == 0.9 and gpt2["test/music/cider_d_mean"] == 2.0
     assert gpt2["test/music/cider_d_diff"] == pytest.approx(1.5)

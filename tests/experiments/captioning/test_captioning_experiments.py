@@ -308,7 +308,7 @@ def test_missing_inputs_and_one_seed_are_refused(study, tmp_path):
     import dataclasses
 
     params = _with_reference(study[0], tmp_path)
-    with pytest.raises(fnd.FindingsInputError, match="at least two"):
+    with pytest.raises(fnd.FindingsInputError, match="at least one LM with two"):
         fnd.run_findings(dataclasses.replace(params, noise_seeds=[0]))
     params.findings.references = {"gone": str(tmp_path / "nope.json")}
     with pytest.raises(fnd.FindingsInputError, match="nope.json: not found"):
@@ -348,3 +348,58 @@ def test_encoder_rows_also_run_through_stage_2_when_asked(tiny_corpus, tmp_path)
         "encoder_default_gpt2_s1_seed0", "encoder_frames_gpt2_s1_seed0"}
     records = exp.run_ablation(params, "encoder", name="frames")
     assert [sorted(map(str, r["best_epoch"])) for r in records] == [["1"], ["1", "2"]]
+
+
+def test_a_one_seed_lm_takes_the_noise_floor_of_the_lm_with_most_seeds(study, tmp_path):
+    import dataclasses
+
+    params = dataclasses.replace(_with_reference(study[0], tmp_path), lm_seeds={"t5": [0]}, arch_lms=[])
+    found = {f["id"]: f for f in fnd.run_findings(params)}
+    out = Path(params.out_dir)
+    gpt2 = [json.loads((out / "results" / f"gpt2_seed{s}.json").read_text())["test"]["corpus"]["cider_d"]
+            for s in params.noise_seeds]
+    f = found["captioning.lm.t5.vs_gpt2"]
+    assert f["n_seeds"] == {"a": 1, "b": 2} and not f["paired_seeds"]
+    assert f["noise_floors"]["a"] == pytest.approx(np.std(gpt2, ddof=1), abs=1e-12)
+    assert found["captioning.pipeline.t5.vs_constant"]["n_seeds"]["a"] == 1
+
+
+def test_unseen_test_clips_have_no_training_caption():
+    manifest = pd.DataFrame({"clip_id": ["a", "b", "c", "d"], "split": ["train", "train", "test", "test"],
+                             "captions": [["a dog barks"], ["rain falls"], ["a dog barks", "a dog yaps"],
+                                          ["a bell rings"]]})
+    assert fnd.unseen_test_clips(manifest) == {"d"}
+
+
+def test_real_study_findings_name_stage2_and_unseen_clips(study, tmp_path):
+    """The real corpus's study: its own ids, no trivial row, the encoder rows through stage 2
+    with the narrowing of the stage-1 gap, and every pipeline finding again on unseen clips."""
+    import dataclasses
+
+    params = dataclasses.replace(_with_reference(study[0], tmp_path), encoder_stage2=True, arch_lms=[])
+    exp.run_ablation(params, "encoder")  # the stage-1 rows exist: this trains the stage-2 ones
+    real = fnd.STUDIES["real_captioning_study"]
+    found = {f["id"]: f for f in fnd.run_findings(params, study=real)}
+    assert set(found) == {
+        "real_captioning.lm.t5.vs_gpt2", "real_captioning.pipeline.gpt2.vs_constant",
+        "real_captioning.pipeline.t5.vs_constant", "real_captioning.decoding.gpt2.beam3_trim",
+        "real_captioning.encoder.default.vs_frames", "real_captioning.encoder.default.vs_frames.stage2",
+        "real_captioning.encoder.frames.stage2_narrows",
+        "real_captioning.pipeline.gpt2.vs_constant.unseen", "real_captioning.pipeline.t5.vs_constant.unseen"}
+    assert "tower CLAP" in found["real_captioning.encoder.default.vs_frames"]["statement"]
+    # The narrowing compares the stage-1 leader's lead at stage 1 with its lead through stage 2.
+    out = Path(params.out_dir)
+
+    def corpus(name):
+        return json.loads((out / "results" / f"{name}.json").read_text())["test"]["corpus"]["cider_d"]
+
+    s1 = {e: corpus(f"encoder_{e}_gpt2_s1_seed0") for e in ("default", "frames")}
+    s12 = {e: corpus(f"encoder_{e}_gpt2_s12_seed0") for e in ("default", "frames")}
+    lead, other = ("frames", "default") if s1["frames"] > s1["default"] else ("default", "frames")
+    narrows = found["real_captioning.encoder.frames.stage2_narrows"]
+    assert narrows["a"] == pytest.approx(s1[lead] - s1[other], abs=1e-9) and narrows["a"] >= 0
+    assert narrows["b"] == pytest.approx(s12[lead] - s12[other], abs=1e-9)
+    assert narrows["paired_seeds"]
+    unseen = fnd.unseen_test_clips(fnd.load_dataset(params.dataset_dir).manifest)
+    f = found["real_captioning.pipeline.gpt2.vs_constant.unseen"]
+    assert f["n_items"] == len(unseen) and "no training clip has" in f["statement"]

@@ -18,6 +18,12 @@ finding (id)                                sides
                                             on every ``noise_seeds`` checkpoint (paired)
 ``captioning.encoder.default.vs_<enc>``     stage-1 runs over ``encoder_seeds`` (paired;
                                             one seed: the encoder LM's noise floor)
+``...encoder.default.vs_<enc>.stage2``      the same through stages 1 and 2 (with
+                                            ``encoder_stage2``)
+``...encoder.<enc>.stage2_narrows``         with ``encoder_stage2``: the stage-1 leader's
+                                            per-clip lead (leader minus the other, the
+                                            leader picked by the stage-1 means) is larger
+                                            at stage 1 than through stage 2 (paired)
 ``captioning.pipeline.<lm>.vs_<ref>``       LM baseline over its seeds vs a fixed
                                             reference captioner (floor 0)
 ``captioning.pipeline.<lm>.vs_<ref>.<sub>`` the same on one subset of the test clips
@@ -25,12 +31,21 @@ finding (id)                                sides
                                             every metric computed within the subset
 ==========================================  ==============================================
 
+A study (:class:`FindingsStudy`) names its findings: the synthetic corpus's study has the ids
+above (``captioning.``), the real corpus's study (``real_captioning_study``) the same ids under
+``real_captioning.``, no trivial-caption row (its rule-based label captioner is the floor), and
+every pipeline-vs-reference finding again on the **unseen** test clips: those whose reference
+captions are none of the training clips' captions (:func:`unseen_test_clips`), where no
+system can score by repeating a training caption word for word.
+
 A fixed system (a constant caption, an off-the-shelf reference captioner) is not trained
 here, so it enters with a noise floor of 0: the claim is about our training against that
 system. A one-seed variant takes the noise floor (std over ``noise_seeds`` of the corpus
 metric) of its LM's baseline. An LM's seeds are ``noise_seeds``, or ``lm_seeds.<lm>`` where
 given (the pretrained SmolLM2 row runs on fewer seeds in the reduced study); LM baselines
-with different seeds are compared unpaired. Every claim is the one a reader takes from the tables:
+with different seeds are compared unpaired. An LM baseline with one seed takes the noise
+floor of the LM baseline with the most seeds (the first of ``lms`` among equals), as an
+architecture row does; at least one LM needs two seeds. Every claim is the one a reader takes from the tables:
 "beats", "is better than", "improves".
 
 Per-clip scores are recomputed from the saved test captions with aac-metrics
@@ -70,6 +85,28 @@ from clapcap.utils.skip import skip_reason
 logger = logging.getLogger(__name__)
 
 _CONSISTENCY_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class FindingsStudy:
+    """How one study's findings are named and which rows it has (module docstring).
+
+    ``prefix``: the first part of every id. ``encoder_label``: what the statements call the
+    ``dump`` encoder (``default``). ``trivial``: test each LM against the most common training
+    caption (``baseline_trivial.json``). ``unseen_subset``: the pipeline-vs-reference findings
+    again on the test clips whose captions no training clip has.
+    """
+
+    prefix: str = "captioning"
+    encoder_label: str = "synthetic CLAP"
+    trivial: bool = True
+    unseen_subset: bool = False
+
+
+#: The studies by their params.yaml section.
+STUDIES = {"captioning": FindingsStudy(),
+           "real_captioning_study": FindingsStudy(prefix="real_captioning", encoder_label="tower CLAP",
+                                                  trivial=False, unseen_subset=True)}
 
 
 class FindingsInputError(ValueError):
@@ -122,41 +159,49 @@ def _spec(fid: str, statement: str, metric: str, a: str, b: str) -> FindingSpec:
     return FindingSpec(id=fid, statement=statement, metric=metric, a=a, b=b, claim="greater")
 
 
-def _lm_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
-    cfg, m = params.findings, scorer.metric
-    trivial = _read(Path(params.out_dir) / "baseline_trivial.json")
-    const = {c: trivial["caption"] for c in scorer.references}
-    fixed = SeedScores(scorer(const, expect=trivial["test"]["corpus"].get(m), origin="baseline_trivial")[None, :],
-                       (0,), noise_floor=0.0)
-    out = [(_spec(f"captioning.{lm}.vs_trivial", f"the {lm} ClipCap captioner beats the most common "
-                  f"training caption on {m}", m, lm, "most common training caption"), lm_scores[lm], fixed, False)
-           for lm in params.lms]
+def _lm_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores],
+                 study: FindingsStudy) -> list[tuple]:
+    cfg, m, pre = params.findings, scorer.metric, study.prefix
+    out = []
+    if study.trivial:
+        trivial = _read(Path(params.out_dir) / "baseline_trivial.json")
+        const = {c: trivial["caption"] for c in scorer.references}
+        fixed = SeedScores(scorer(const, expect=trivial["test"]["corpus"].get(m), origin="baseline_trivial")[None, :],
+                           (0,), noise_floor=0.0)
+        out += [(_spec(f"{pre}.{lm}.vs_trivial", f"the {lm} ClipCap captioner beats the most common "
+                       f"training caption on {m}", m, lm, "most common training caption"), lm_scores[lm], fixed, False)
+                for lm in params.lms]
     first = params.lms[0]
-    out += [(_spec(f"captioning.lm.{lm}.vs_{first}", f"the {lm} captioner is better than the {first} "
+    out += [(_spec(f"{pre}.lm.{lm}.vs_{first}", f"the {lm} captioner is better than the {first} "
                    f"captioner on {m}", m, lm, first), lm_scores[lm], lm_scores[first], False)
             for lm in params.lms[1:]]
     for name, path in cfg.references.items():
         ref = SeedScores(scorer(_read(Path(path)), expect=None, origin=path)[None, :], (0,), noise_floor=0.0)
-        out += [(_spec(f"captioning.pipeline.{lm}.vs_{name}", f"the {lm} ClipCap pipeline beats the "
+        out += [(_spec(f"{pre}.pipeline.{lm}.vs_{name}", f"the {lm} ClipCap pipeline beats the "
                        f"{name} reference captioner on {m}", m, lm, name), lm_scores[lm], ref, False)
                 for lm in params.lms]
     return out
 
 
-def _arch_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
+def _arch_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores],
+                   study: FindingsStudy) -> list[tuple]:
     out = []
     for lm in params.arch_lms or []:
+        specs = arch_specs(params, lm)
+        if not specs:
+            continue
         floor = _noise_floor(lm_scores[lm].values)
-        for spec in arch_specs(params, lm):
+        for spec in specs:
             variant = spec.name[len(lm) + 1:-len(f"_seed{spec.seed}")]
             row = SeedScores(_run_scores(params, scorer, [spec.name]), (spec.seed,), noise_floor=floor)
-            out.append((_spec(f"captioning.arch.{lm}.{variant}", f"{variant} improves the {lm} captioner's "
+            out.append((_spec(f"{study.prefix}.arch.{lm}.{variant}", f"{variant} improves the {lm} captioner's "
                               f"{scorer.metric} over its baseline configuration", scorer.metric,
                               f"{lm} {variant}", f"{lm} baseline"), row, lm_scores[lm], False))
     return out
 
 
-def _decoding_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
+def _decoding_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores],
+                       study: FindingsStudy) -> list[tuple]:
     cfg, out = params.findings, []
     lm, seeds = cfg.decoding_lm, list(params.noise_seeds)
     for name in cfg.decoding:
@@ -165,60 +210,100 @@ def _decoding_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dic
             path = decoding_seed_path(params, lm, name, seed)
             rows.append(scorer(_read(path.with_suffix(".predictions.json")),
                                expect=_read(path)["test"]["corpus"].get(scorer.metric), origin=str(path)))
-        out.append((_spec(f"captioning.decoding.{lm}.{name}", f"decoding with {name} improves the {lm} "
+        out.append((_spec(f"{study.prefix}.decoding.{lm}.{name}", f"decoding with {name} improves the {lm} "
                           f"captioner's {scorer.metric} over {cfg.baseline_decoding}", scorer.metric,
                           f"{lm} {name}", f"{lm} {cfg.baseline_decoding}"),
                     SeedScores(np.stack(rows), tuple(seeds)), lm_scores[lm], True))
     return out
 
 
-def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores]) -> list[tuple]:
-    seeds, lm = list(params.encoder_seeds), params.encoder_lm
+def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict[str, SeedScores],
+                      study: FindingsStudy) -> list[tuple]:
+    seeds, lm, m, pre = list(params.encoder_seeds), params.encoder_lm, scorer.metric, study.prefix
     if not seeds:  # the all-clips encoder ablation is not in this study
         return []
-    scores = {enc: _run_scores(params, scorer, [encoder_run_name(enc, lm, s) for s in seeds])
-              for enc in ["default", *params.encoders]}
+    stages = {"s1": [1], **({"s12": [1, 2]} if params.encoder_stage2 else {})}
+    scores = {(enc, st): _run_scores(params, scorer, [encoder_run_name(enc, lm, s, stages[st]) for s in seeds])
+              for enc in ["default", *params.encoders] for st in stages}
     # One encoder seed: the stand-in floor is the encoder LM's two-stage baseline over its
     # noise seeds (stage-1 runs have no seed study of their own then).
     floor = _noise_floor(lm_scores[lm].values) if lm in lm_scores else None
-    sides = {enc: SeedScores(v, tuple(seeds), noise_floor=floor if len(seeds) == 1 else None)
-             for enc, v in scores.items()}
-    return [(_spec(f"captioning.encoder.default.vs_{enc}", f"the synthetic CLAP encoder gives better stage-1 "
-                   f"{lm} captions than {enc} ({scorer.metric})", scorer.metric, "synthetic CLAP", enc),
-             sides["default"], sides[enc], True) for enc in params.encoders]
+    sides = {key: SeedScores(v, tuple(seeds), noise_floor=floor if len(seeds) == 1 else None)
+             for key, v in scores.items()}
+    label = {"default": study.encoder_label}
+    out = []
+    for enc in params.encoders:
+        out.append((_spec(f"{pre}.encoder.default.vs_{enc}", f"the {study.encoder_label} encoder gives better "
+                          f"stage-1 {lm} captions than {enc} ({m})", m, study.encoder_label, enc),
+                    sides["default", "s1"], sides[enc, "s1"], True))
+        if "s12" not in stages:
+            continue
+        out.append((_spec(f"{pre}.encoder.default.vs_{enc}.stage2", f"the {study.encoder_label} encoder gives "
+                          f"better {lm} captions than {enc} through stages 1 and 2 ({m})", m,
+                          study.encoder_label, enc), sides["default", "s12"], sides[enc, "s12"], True))
+        # The stage-1 leader is read off the stage-1 means; the claim is that its lead shrinks.
+        lead, other = ((enc, "default") if scores[enc, "s1"].mean() > scores["default", "s1"].mean()
+                       else ("default", enc))
+        gaps = {st: SeedScores(scores[lead, st] - scores[other, st], tuple(seeds),
+                               noise_floor=floor if len(seeds) == 1 else None) for st in stages}
+        name_of = {k: label.get(k, k) for k in (lead, other)}
+        out.append((_spec(f"{pre}.encoder.{enc}.stage2_narrows", f"stage 2 narrows the stage-1 lead of "
+                          f"{name_of[lead]} over {name_of[other]} in {lm} captions ({m} difference)", m,
+                          f"{name_of[lead]} minus {name_of[other]}, stage 1",
+                          f"{name_of[lead]} minus {name_of[other]}, stages 1+2"), gaps["s1"], gaps["s12"], True))
+    return out
 
 
-def _subset_findings(params: CaptioningParams, subsets: dict[str, list[str]], manifest,
-                     references: dict[str, list[str]], metric: str) -> list[tuple]:
-    """Each pipeline-vs-reference finding again on every ``subsets`` subset of the test
-    clips. CIDEr-D's document frequencies come from the subset's own references, so each side is
-    scored anew on the subset (the whole-split per-clip scores are not sliced)."""
-    cfg, out = params.findings, []
+def unseen_test_clips(manifest) -> set[str]:
+    """Test clips none of whose reference captions is also a training clip's caption (verbatim)."""
+    train = {c for caps in manifest.loc[manifest["split"] == "train", "captions"] for c in caps}
     test = manifest[manifest["split"] == "test"]
-    for subset, sources in subsets.items():
-        ids = set(test.loc[test["source"].isin(sources), "clip_id"].astype(str))
+    return {str(cid) for cid, caps in zip(test["clip_id"], test["captions"], strict=True)
+            if not any(c in train for c in caps)}
+
+
+def subset_clips(manifest, subsets: dict[str, list[str]], study: FindingsStudy) -> dict[str, tuple[set[str], str]]:
+    """Each subset's test clip ids and how a statement names them: the ``subsets`` by manifest
+    ``source``, and the unseen clips when the study asks for them."""
+    test = manifest[manifest["split"] == "test"]
+    out = {name: (set(test.loc[test["source"].isin(sources), "clip_id"].astype(str)), f"{name} test clips")
+           for name, sources in subsets.items()}
+    if study.unseen_subset:
+        out["unseen"] = (unseen_test_clips(manifest), "test clips whose captions no training clip has")
+    return out
+
+
+def _subset_findings(params: CaptioningParams, subsets: dict[str, tuple[set[str], str]],
+                     references: dict[str, list[str]], metric: str, study: FindingsStudy) -> list[tuple]:
+    """Each pipeline-vs-reference finding again on every subset of the test clips. CIDEr-D's
+    document frequencies come from the subset's own references, so each side is scored anew on
+    the subset (the whole-split per-clip scores are not sliced). A one-seed LM takes the noise
+    floor of the noise-floor LM (:func:`_floor_lm`) on the same subset."""
+    cfg, out = params.findings, []
+    for subset, (ids, words) in subsets.items():
         refs = {c: r for c, r in references.items() if c in ids}
         if len(refs) < 2:
-            logger.info("captioning subset %s (sources %s): %d test clip(s); its findings are not tested",
-                        subset, sources, len(refs))
+            logger.info("captioning subset %s: %d test clip(s); its findings are not tested", subset, len(refs))
             continue
         scorer = _Scorer(refs, metric)
-        sides = {}
+        values = {}
         for lm in params.lms:
             specs = lm_specs(params, lm)
-            rows = [scorer({c: p for c, p in _read(test_predictions_path(Path(params.out_dir), s.name)).items()
-                            if c in refs}, expect=None, origin=f"{s.name} ({subset})") for s in specs]
-            sides[lm] = SeedScores(np.stack(rows), tuple(s.seed for s in specs))
+            values[lm] = (np.stack([scorer({c: p for c, p in _read(test_predictions_path(Path(params.out_dir),
+                                                                                      s.name)).items() if c in refs},
+                                           expect=None, origin=f"{s.name} ({subset})") for s in specs]),
+                          tuple(s.seed for s in specs))
+        sides = _lm_sides(params, values)
         for name, path in cfg.references.items():
             preds = {c: p for c, p in _read(Path(path)).items() if c in refs}
             ref = SeedScores(scorer(preds, expect=None, origin=f"{path} ({subset})")[None, :], (0,), noise_floor=0.0)
-            out += [(_spec(f"captioning.pipeline.{lm}.vs_{name}.{subset}", f"on the {len(refs)} {subset} test clips, "
+            out += [(_spec(f"{study.prefix}.pipeline.{lm}.vs_{name}.{subset}", f"on the {len(refs)} {words}, "
                            f"the {lm} ClipCap pipeline beats the {name} reference captioner on {metric}", metric, lm,
                            name), sides[lm], ref, False) for lm in params.lms]
     return out
 
 
-def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
+def _music_findings(params: CaptioningParams, metric: str, study: FindingsStudy) -> list[tuple]:
     """Each music encoder against ``music.baseline`` over ``music.seeds``, scored on the music
     subset's test clips (its own references: another set of clips than the corpus's)."""
     music = params.music
@@ -238,41 +323,57 @@ def _music_findings(params: CaptioningParams, metric: str) -> list[tuple]:
                                  "training seeds (one seed says nothing about another training run)")
     sides = {enc: SeedScores(_run_scores(params, scorer, [music_run_name(enc, lm, s) for s in seeds]), tuple(seeds))
              for enc in music.encoders}
-    return [(_spec(f"captioning.music.{music.baseline}.vs_{enc}", f"on music clips, the {music.baseline} encoder "
-                   f"gives better stage-1 {lm} captions than {enc} ({metric})", metric, music.baseline, enc),
+    return [(_spec(f"{study.prefix}.music.{music.baseline}.vs_{enc}", f"on music clips, the {music.baseline} "
+                   f"encoder gives better stage-1 {lm} captions than {enc} ({metric})", metric, music.baseline, enc),
              sides[music.baseline], sides[enc], True) for enc in music.encoders if enc != music.baseline]
 
 
-def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None = None) -> list[dict]:
+def _floor_lm(params: CaptioningParams) -> str:
+    """The LM whose baseline gives one-seed LMs their noise floor: the one with the most seeds
+    (the first of ``lms`` among equals); it needs at least two."""
+    lm = max(params.lms, key=lambda m: len(params.seeds_for(m)))
+    if len(params.seeds_for(lm)) < 2:
+        raise FindingsInputError(f"captioning: the LM baselines have seeds "
+                                 f"{ {m: params.seeds_for(m) for m in params.lms} }; the findings need at least one "
+                                 "LM with two training seeds (one seed says nothing about another training run)")
+    return lm
+
+
+def _lm_sides(params: CaptioningParams, values: dict[str, tuple[np.ndarray, tuple[int, ...]]]) -> dict[str, SeedScores]:
+    """Each LM baseline's scores over its seeds; a one-seed LM with the floor LM's noise floor."""
+    floor = _noise_floor(values[_floor_lm(params)][0])
+    return {lm: SeedScores(v, seeds, noise_floor=floor if len(seeds) == 1 else None)
+            for lm, (v, seeds) in values.items()}
+
+
+def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None = None,
+                 study: FindingsStudy | None = None) -> list[dict]:
     """Test every captioning finding; write ``findings.conclusions`` and ``findings.findings_md``.
 
     ``subsets`` (``caption_subsets``): the pipeline-vs-reference findings again per subset of
-    the test clips.
+    the test clips. ``study``: how the findings are named (the synthetic study's by default).
 
     Returns:
         The finding entries (the conclusions file format of :mod:`clapcap.evaluation.conclusions`).
 
     Raises:
-        FindingsInputError: on fewer than two noise seeds, a missing result or caption file,
-            or captions whose scores disagree with their result file.
+        FindingsInputError: when no LM has two noise seeds, on a missing result or caption
+            file, or captions whose scores disagree with their result file.
     """
-    cfg = params.findings
-    for lm in params.lms:
-        if len(params.seeds_for(lm)) < 2:
-            raise FindingsInputError(f"captioning: the {lm} runs have seeds {params.seeds_for(lm)}; the findings "
-                                     "need at least two training seeds (one seed says nothing about another "
-                                     "training run)")
+    cfg, study = params.findings, study or STUDIES["captioning"]
+    _floor_lm(params)
     manifest = load_dataset(params.dataset_dir).manifest
     refs = load_caption_split(params.dump, manifest, "test", embedding_key=params.embedding_key).references()
     scorer = _Scorer(refs, cfg.metric)
-    lm_scores = {}
+    values = {}
     for lm in params.lms:
         specs = lm_specs(params, lm)
-        lm_scores[lm] = SeedScores(_run_scores(params, scorer, [s.name for s in specs]),
-                                   tuple(s.seed for s in specs))
-    tests = (_lm_findings(params, scorer, lm_scores) + _arch_findings(params, scorer, lm_scores)
-             + _decoding_findings(params, scorer, lm_scores) + _encoder_findings(params, scorer, lm_scores)
-             + _music_findings(params, cfg.metric) + _subset_findings(params, subsets or {}, manifest, refs, cfg.metric))
+        values[lm] = (_run_scores(params, scorer, [s.name for s in specs]), tuple(s.seed for s in specs))
+    lm_scores = _lm_sides(params, values)
+    tests = (_lm_findings(params, scorer, lm_scores, study) + _arch_findings(params, scorer, lm_scores, study)
+             + _decoding_findings(params, scorer, lm_scores, study)
+             + _encoder_findings(params, scorer, lm_scores, study) + _music_findings(params, cfg.metric, study)
+             + _subset_findings(params, subset_clips(manifest, subsets or {}, study), refs, cfg.metric, study))
     findings = [evaluate_finding(spec, a, b, paired_seeds=paired, n_resamples=cfg.n_resamples,
                                  confidence=cfg.confidence, rng_seed=cfg.rng_seed)
                 for spec, a, b, paired in tests]
