@@ -44,13 +44,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/*.md")
 # The docs whose every result number must be referenced or dated (issue 43: they quoted older builds).
-STRICT = ("docs/captioning.md", "docs/encoders.md", "docs/pairwise.md", "docs/results.md",
-          "docs/robust.md")
+STRICT = ("README.md", "docs/captioning.md", "docs/corpus.md", "docs/encoders.md", "docs/pairwise.md",
+          "docs/real.md", "docs/real_clap.md", "docs/results.md", "docs/robust.md")
 
 BLOCK = re.compile(r"<!-- build:begin (?P<path>\S+) -->\n(?P<body>.*?)<!-- build:end -->", re.S)
 INLINE = re.compile(r"(?P<number>[-+]?\d[\d,]*(?:\.\d+)?)<!-- build:(?P<path>[^#\s]+)#(?P<pointer>\S*) -->")
 DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d{2,}(?![\w.])")
 DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|`[0-9a-f]{7,40}`|\bmachine [A-Z]\b")
+# tools/readme_findings.py's generated table: its --check ties each number to reports/conclusions.json.
+FINDINGS = re.compile(r"^<!-- findings:begin .*?^<!-- findings:end -->", re.S | re.M)
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE = re.compile(r"`[^`\n]+`")  # a setting or a command (`lr 0.01`), not a result
 SELECT = re.compile(r"\[(?P<key>[^=\]]+)=(?P<value>[^\]]*)\]")  # a list element by a key's value
@@ -171,6 +173,7 @@ def unsourced(text: str, origin: str) -> Iterator[Problem]:
     """Paragraphs of ``text`` that state a decimal number with no reference and no build named."""
     masked = FENCE.sub(lambda m: "\n" * m[0].count("\n"), text)  # code blocks keep their line count
     masked = BLOCK.sub(lambda m: "\n" * m[0].count("\n"), masked)
+    masked = FINDINGS.sub(lambda m: "\n" * m[0].count("\n"), masked)
     spans = CODE.sub(lambda m: " " * len(m[0]), masked)
     for offset, para, inherited in _paragraphs(masked):
         if inherited or DATED.search(para) or "<!-- build:" in para:

@@ -16,8 +16,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def _inputs(tmp_path: Path) -> dict:
     # The LLM and real-recordings sections read their stages' own files: tested in
-    # tests/reporting/test_collect.py.
-    inputs = {key: FIXTURES / f"{key}.json" for key in SECTIONS if key not in ("llm_views", "pairwise", "real")}
+    # tests/reporting/test_collect.py and tests/reporting/test_real_corpus.py.
+    inputs = {key: FIXTURES / f"{key}.json" for key in SECTIONS
+              if key not in ("llm_views", "pairwise", "real", "real_corpus")}
     # An LR-search figure made elsewhere (a PNG pointer) next to an Optuna result JSON.
     png_src = tmp_path / "made_elsewhere.png"
     import matplotlib.pyplot as plt
@@ -42,7 +43,7 @@ def _inputs(tmp_path: Path) -> dict:
 def test_full_report_from_fixtures(tmp_path):
     out = tmp_path / "report"
     summary = build_report(_inputs(tmp_path), out)
-    llm = {"llm_views", "pairwise", "real"}
+    llm = {"llm_views", "pairwise", "real", "real_corpus"}
     assert all(s["status"] == "ok" for k, s in summary["sections"].items() if k not in llm)
     assert {summary["sections"][k]["status"] for k in llm} == {"not run"}
     md = (out / "report.md").read_text()
@@ -82,7 +83,7 @@ def test_full_report_from_fixtures(tmp_path):
                               "lr_search_encoder_sweep.png", "retrieval_leaderboard.png", "vocab.png",
                               "kinds.png", "views.png", "view_source.png"])
     assert all((out / "figures" / f).stat().st_size > 1000 for f in figures)
-    assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 3
+    assert "![lm_ablation](figures/lm_ablation.png)" in md and md.count("_Not run_") == 4
     assert "lr=0.001" in md
     # Vocabulary: the references' row, configurations over seeds, a reference captioner's row.
     vocab_md = (out / "tables" / "vocab.md").read_text()
@@ -115,10 +116,11 @@ def test_missing_inputs_say_not_run(tmp_path):
     assert sections["retrieval"]["reason"] == "no input given"
     md = (out / "report.md").read_text()
     assert md.count("_Not run_") == len(SECTIONS) - 1
-    # Real recordings come right after the findings, before the generated corpus's studies.
+    # The real corpus and the real recordings come right after the findings, before the
+    # generated corpus's studies.
     heads = [line for line in md.splitlines() if line.startswith("## ")]
-    assert heads[:3] == ["## Findings over training seeds", "## Real recordings (no generator made them)",
-                         "## Language-model ablation with noise floors"]
+    assert heads[:4] == ["## Findings over training seeds", "## Real corpus: thousands of real recordings",
+                         "## Real recordings (no generator made them)", "## Language-model ablation with noise floors"]
     assert "% Retrieval in the AudioCaps text-to-audio leaderboard: not run" in (out / "report.tex").read_text()
 
 

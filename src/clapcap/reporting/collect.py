@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clapcap.evaluation.conclusions import merge_conclusions
+from clapcap.reporting.real_corpus import collect_real_corpus
 from clapcap.reporting.report import build_report
 from clapcap.retrieval.table import LEADERBOARD, metric
 from clapcap.utils.io import read_json, write_json
@@ -52,6 +53,11 @@ class CollectParams:
     views: str = ""      # robust_views' views.json (one view per caption against two)
     view_source: str = ""  # robust_view_source's view_source.json (trained on the LLM's views)
     lr_check: str = ""   # caption_lr_check's folder (<row>/check.json: each row's own LR search)
+    # The real corpus (clapcap.reporting.real_corpus): the tower CLAP's metrics.json, RobustCLAP's
+    # summary.json and the captioning study's folder (results/, references/scores.json).
+    real_clap: str = ""
+    real_robust: str = ""
+    real_captioning: str = ""
 
 
 def _caption_metrics(corpus: dict[str, Any]) -> dict[str, float]:
@@ -225,6 +231,10 @@ def collect_inputs(params: CollectParams, *, captioning_dir: str | Path = "",
         inputs["views"] = [params.views]
     if params.view_source and Path(params.view_source).is_file():
         inputs["view_source"] = [params.view_source]
+    corpus = (collect_real_corpus(params.real_clap, params.real_robust, params.real_captioning)
+              if params.real_clap and params.real_robust and params.real_captioning else None)
+    if corpus is not None:
+        inputs["real_corpus"] = [str(write_json(out / "real_corpus.json", corpus))]
     checks = sorted(str(p) for p in Path(params.lr_check).glob("*/check.json")) if params.lr_check else []
     if checks:
         inputs["lr_check"] = checks

@@ -45,6 +45,7 @@ from clapcap.evaluation.conclusions import findings_markdown, load_conclusions
 from clapcap.reporting import figures as figs
 from clapcap.reporting.inputs import load_lr_search, load_table_input
 from clapcap.reporting.leaderboard import load_leaderboard, our_row, place_in_leaderboard
+from clapcap.reporting.real_corpus import real_corpus_section
 from clapcap.reporting.sections import (
     SECTIONS,
     Section,
@@ -262,7 +263,7 @@ def _load(key: str, paths: Sequence[str | Path]) -> Any:
         return {"agreement": read_json(paths[0]), "png": paths[1]}
     if key == "real":
         return {"benchmark": read_json(paths[0]), "captioning": read_json(paths[1]), "dataset": read_json(paths[2])}
-    if key in ("vocab", "kinds", "views", "view_source"):
+    if key in ("vocab", "kinds", "views", "view_source", "real_corpus"):
         return read_json(paths[0])
     if key == "lr_check":
         return [read_json(p) for p in paths]
@@ -288,6 +289,8 @@ def _build_section(key: str, data: Any, ctx: dict[str, Any]) -> Section:
         return pairwise_section(data, ctx)
     if key == "real":
         return real_section(data, ctx)
+    if key == "real_corpus":
+        return real_corpus_section(data, ctx)
     if key == "vocab":
         return _vocab_section(data, ctx)
     if key == "kinds":

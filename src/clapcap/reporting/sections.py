@@ -16,6 +16,7 @@ from clapcap.reporting.tables import Row, Table
 # can act on), then the studies on the generated corpus.
 SECTIONS: dict[str, str] = {
     "findings": "Findings over training seeds",
+    "real_corpus": "Real corpus: thousands of real recordings",
     "real": "Real recordings (no generator made them)",
     "lm_ablation": "Language-model ablation with noise floors",
     "arch_ablation": "Architecture ablation",
