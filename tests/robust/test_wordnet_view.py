@@ -84,6 +84,13 @@ def test_wordnet_backend_writes_view2_and_a_heldout_view_in_unseen_words(tiny_co
                      "Church bells ringing": "Church devices pealing", "geese": "fowl", "A loud yard": None}
     assert all(v == [None] for v in df["paraphrases_v1"])
     assert report["wordnet"]["n_views"] == sum(c[0] != "A loud yard" for c in df["captions"])
+    # Each caption's edits, with the part of speech WordNet read the word as (real_robust's kinds).
+    edits = json.loads((tmp_path / "p" / "view2_edits.json").read_text())
+    by_caption = {c[0]: edits[str(cid)][0] for cid, c in zip(df["clip_id"], df["captions"], strict=True)}
+    assert by_caption["Church bells ringing"] == [["bells", "devices", "n"], ["ringing", "pealing", "v"]]
+    assert by_caption["A dog barks in the yard."] == [["dog", "canine", "n"], ["barks", "yelps", "n"]]
+    assert by_caption["A loud yard"] == []
+    assert "edits" not in report
     # The held-out view avoids every word of the training captions and views: canid, not canine.
     test = df[df["split"] == "test"]
     held = {c[0]: h[0] for c, h in zip(test["captions"], test[COLUMN], strict=True)}

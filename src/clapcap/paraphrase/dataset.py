@@ -3,7 +3,8 @@
 The output folder holds a manifest whose ``paraphrases_v1`` / ``paraphrases_v2`` columns
 are aligned with ``captions`` (a view that the LLM failed to produce is ``null``), with the
 held-out-vocabulary view ``paraphrases_heldout`` on ``heldout_splits`` (null elsewhere), a
-``dataset.json`` pointing at the source audio root, and ``paraphrase_report.json``.
+``dataset.json`` pointing at the source audio root, and ``paraphrase_report.json``; the
+``wordnet`` backend also writes each caption's changes (:data:`EDITS_FILE`).
 
 The ``llm`` backend starts its inference engine when ``llm.engine`` names one
 (:mod:`clapcap.llm.engine`), checks every view mechanically after the LLM's correction pass
@@ -33,13 +34,16 @@ from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.paraphrase.heldout import heldout_views
 from clapcap.paraphrase.heldout import words as heldout_words
 from clapcap.paraphrase.llm import LLMParams, LLMParaphraser
-from clapcap.paraphrase.wordnet import WordNet, lexical_view
+from clapcap.paraphrase.wordnet import WordNet, lexical_edits, lexical_view
 from clapcap.utils.io import read_json, write_json
 from clapcap.utils.urls import redact_url
 
 logger = logging.getLogger(__name__)
 
 VIEW_COLUMNS = {"view1": "paraphrases_v1", "view2": "paraphrases_v2"}
+# The wordnet backend's changes: clip id -> per caption its [old word, new word, part of speech]
+# edits (empty: no view 2), read by real_robust to split view 2 by the kind of word it changed.
+EDITS_FILE = "view2_edits.json"
 
 
 @dataclass
@@ -186,17 +190,19 @@ def _add_heldout(df: pd.DataFrame, full: pd.DataFrame, splits: list[str]) -> dic
 
 
 def _wordnet_views(df: pd.DataFrame, wn: WordNet, max_changes: int) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """View 2 from WordNet for every caption (None where no word can change); view 1 null."""
+    """View 2 from WordNet for every caption (None where no word can change); view 1 null.
+    The stats' ``edits`` hold each caption's changes (:data:`EDITS_FILE`)."""
     out = df.copy()
-    views = [[lexical_view(c, wn, max_changes=max_changes) for c in caps] for caps in df["captions"]]
+    views = [[lexical_edits(c, wn, max_changes=max_changes) for c in caps] for caps in df["captions"]]
     out["paraphrases_v1"] = [[None] * len(caps) for caps in df["captions"]]
     out["paraphrases_v2"] = [[v for v, _ in row] for row in views]
-    changed = [w for row in views for _, ch in row for w in ch]
+    edits = {str(cid): [[list(e) for e in ch] for _, ch in row] for cid, row in zip(df["clip_id"], views, strict=True)}
+    changed = [f"{old}->{new}" for row in views for _, ch in row for old, new, _ in ch]
     n_caps = sum(len(row) for row in views)
     n_views = sum(v is not None for row in views for v, _ in row)
     logger.info("wordnet view 2: %d of %d captions changed, %d words", n_views, n_caps, len(changed))
     return out, {"wordnet": {"n_captions": n_caps, "n_views": n_views, "n_changed_words": len(changed),
-                             "examples": sorted(set(changed))[:40]}}
+                             "examples": sorted(set(changed))[:40]}, "edits": edits}
 
 
 def _wordnet_heldout(df: pd.DataFrame, wn: WordNet, params: ParaphraseParams) -> dict[str, Any]:
@@ -272,9 +278,10 @@ def paraphrase_dataset(params: ParaphraseParams, *, progress: bool = True) -> di
         df, stats = _llm_views(df, params.llm, progress, corpus_events() if synthetic else None)
         records = stats.pop("records")
     wn = WordNet(params.wordnet_dir) if params.backend == "wordnet" else None
+    out_dir = Path(params.out_dir)
     if wn is not None:
         df, stats = _wordnet_views(df, wn, params.wordnet_max_changes)
-    out_dir = Path(params.out_dir)
+        write_json(out_dir / EDITS_FILE, stats.pop("edits"))
     counts = check_views(df, f"{params.dataset_dir}/manifest.csv")
     if params.heldout_splits and wn is not None:
         stats["heldout"] = _wordnet_heldout(df, wn, params)

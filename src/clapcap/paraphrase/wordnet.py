@@ -246,6 +246,14 @@ def lexical_view(caption: str, wn: WordNet, *, max_changes: int = 2, seed: int =
     Returns:
         ``(view, changes)``: the view (None when no word can change) and ``"old->new"`` per change.
     """
+    view, edits = lexical_edits(caption, wn, max_changes=max_changes, seed=seed, avoid=avoid)
+    return view, [f"{old}->{new}" for old, new, _ in edits]
+
+
+def lexical_edits(caption: str, wn: WordNet, *, max_changes: int = 2, seed: int = 0,
+                  avoid: frozenset[str] = frozenset()) -> tuple[str | None, list[tuple[str, str, str]]]:
+    """:func:`lexical_view` with each change as ``(old word, new word, part of speech)``, the
+    part of speech as WordNet's ``n`` (noun: the sound's source or event) or ``v`` (verb)."""
     tokens = [t for part in _QUOTED.split(caption) if part
               for t in ([part] if part.startswith('"') else _TOKEN.findall(part))]
     words = [i for i, t in enumerate(tokens) if t.isalpha()]
@@ -270,7 +278,7 @@ def lexical_view(caption: str, wn: WordNet, *, max_changes: int = 2, seed: int =
         base, new, pos = options[i]
         word = tokens[i]
         tokens[i] = inflect(word, base, new, pos)
-        changes.append(f"{word}->{tokens[i]}")
+        changes.append((word, tokens[i], pos))
         before = [j for j in words if j < i]
         if before and tokens[before[-1]].lower() in ("a", "an"):  # the article follows the new word
             article = "an" if tokens[i][0].lower() in "aeiou" else "a"

@@ -123,3 +123,26 @@ def test_robust_heads_learn_the_views_words_and_the_control_does_not(study):
     assert small["robust"]["heldout/t2a_r@10"] == robust["heldout/t2a_r@10"]
     assert all(isinstance(v, float) for block in small.values() for v in block.values())
     assert small["control"]["zero_shot_accuracy"] == zs["control"]
+
+
+def test_view2_is_split_by_the_kind_of_word_it_changed(study):
+    """The paraphrase stage's edits file says which part of speech each view changed: view 2's
+    queries are measured again per kind, with a finding for its cost and for RobustCLAP's gain."""
+    params, tmp_path = study
+    f = load_features(params.features)
+    kinds = {}
+    for i, clip in enumerate(f["clip_id"]):
+        pos = [["n"], ["v"], ["n", "v"]][i % 3]  # source nouns, action verbs, or both
+        kinds[str(clip)] = [[["w", "x", p] for p in pos]]
+    (tmp_path / "paraphrased" / "view2_edits.json").write_text(json.dumps(kinds))
+    metrics = run_real_robust(params, embed=embed)
+    test_rows = np.flatnonzero(f["split"] == "test")
+    expect = {"source": sum(i % 3 == 0 for i in test_rows), "action": sum(i % 3 == 1 for i in test_rows)}
+    assert {k: metrics["queries"][f"view2_{k}"] for k in expect} == expect  # both kinds: in neither
+    base = metrics["systems"]["base"]
+    assert base["view2_source/drop_r@10"] == pytest.approx(
+        base["view2_source_original/t2a_r@10"] - base["view2_source/t2a_r@10"], abs=2e-6)
+    findings = {f["id"] for f in json.loads((tmp_path / "out" / "conclusions.json").read_text())["findings"]}
+    assert {"real_robust.kinds.source.base_drop", "real_robust.kinds.source.vs_control",
+            "real_robust.kinds.action.base_drop", "real_robust.kinds.action.vs_control"} <= findings
+    assert "source: as written" in (tmp_path / "out" / "report.md").read_text()

@@ -19,13 +19,19 @@ The epoch kept is the best on val t2a R@10 of the original captions (no view dec
 **Measures** (t2a R@10 and mAP@10 over the test split's clips, per caption, mean over seeds):
 ``original`` (every test caption); ``view2``: the test captions that have a view 2, queried
 as written (``view2_original``) and as their view (``view2``); ``heldout``: the same for the
-held-out view, whose substitute words no training caption or view holds. A view's **drop** is
-the original minus the view on the same captions. **Zero-shot retention**: each labelled test
+held-out view, whose substitute words no training caption or view holds. **View kinds**: the
+view-2 captions again by the kind of word WordNet changed (the paraphrase stage's
+``view2_edits.json``): ``view2_source`` where every changed word is a noun (the sound's
+source or event: "dog" -> "canine"), ``view2_action`` where every one is a verb ("barks" ->
+"yaps"); a view that changes both is in neither. A view's **drop** is the original minus the
+view on the same captions. **Zero-shot retention**: each labelled test
 clip's top label prompt (:func:`clapcap.experiments.real.clap.label_accuracy`, as ``real_clap``
 measures it). **Findings** (two-level bootstrap over seeds
 and captions, paired by seed): ``robust`` beats ``control`` on the held-out view (the
 headline) and on view 2, ``robust`` loses no more than 0.01 t2a R@10 of ``control`` on the
-original captions, and no more than 0.02 of its zero-shot accuracy.
+original captions, and no more than 0.02 of its zero-shot accuracy; per view kind, that the
+view costs the base (``real_robust.kinds.<kind>.base_drop``) and that ``robust`` beats
+``control`` on it (``real_robust.kinds.<kind>.vs_control``).
 """
 
 from __future__ import annotations
@@ -51,14 +57,17 @@ from clapcap.errors import InputError
 from clapcap.evaluation.conclusions import FindingSpec, evaluate_finding, publish_findings
 from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.experiments.real.clap import label_accuracy, load_features, split_features
+from clapcap.paraphrase.dataset import EDITS_FILE
 from clapcap.paraphrase.heldout import COLUMN as HELDOUT_COLUMN
 from clapcap.retrieval.metrics import per_query_metrics
 from clapcap.robust.loss import MultiViewLossConfig, clip_loss, multiview_loss, schedule_factors
-from clapcap.utils.io import write_json
+from clapcap.utils.io import read_json, write_json
 
 logger = logging.getLogger(__name__)
 
 VIEW_SETS = {"view2": "paraphrases_v2", "heldout": HELDOUT_COLUMN}
+# View 2 split by the part of speech of the words it changed (module docstring).
+KINDS = {"source": "n", "action": "v"}
 
 
 @dataclass
@@ -87,6 +96,7 @@ class ViewedSplit:
 
     pairs: PairedFeatures
     views: dict[str, np.ndarray]  # name -> (M, text_dim), NaN where the caption has none
+    kinds: np.ndarray | None = None  # (M,) the view-2 kind of each caption (KINDS key, or "")
 
 
 def _aligned_views(f: dict[str, np.ndarray], paraphrase_dir: str) -> dict[str, list[str | None]]:
@@ -105,6 +115,26 @@ def _aligned_views(f: dict[str, np.ndarray], paraphrase_dir: str) -> dict[str, l
         for name, col in VIEW_SETS.items():
             views = manifest.at[clip, col] if col in manifest.columns else None
             out[name].append(views[k] if isinstance(views, list) else None)
+    return out
+
+
+def view_kinds(f: dict[str, np.ndarray], paraphrase_dir: str) -> np.ndarray | None:
+    """Per feature caption row, the kind of its view 2 (a :data:`KINDS` key; "" for none, or
+    for a view that changes words of both kinds), from the paraphrase stage's edits file; None
+    when the stage wrote none (a backend other than wordnet)."""
+    path = Path(paraphrase_dir) / EDITS_FILE
+    if not path.is_file():
+        return None
+    edits, seen = read_json(path), {}
+    out = np.full(len(f["captions"]), "", dtype=object)
+    by_pos = {pos: kind for kind, pos in KINDS.items()}
+    for i, owner in enumerate(f["caption_clip_index"]):
+        clip = str(f["clip_id"][owner])
+        k = seen.get(clip, 0)
+        seen[clip] = k + 1
+        changes = edits.get(clip, [])[k] if k < len(edits.get(clip, [])) else []
+        pos = {p for _, _, p in changes}
+        out[i] = by_pos.get(pos.pop(), "") if len(pos) == 1 else ""
     return out
 
 
@@ -130,10 +160,11 @@ def view_features(f: dict[str, np.ndarray], paraphrase_dir: str, *,
     return out
 
 
-def viewed_split(f: dict[str, np.ndarray], views: dict[str, np.ndarray], split: str) -> ViewedSplit:
+def viewed_split(f: dict[str, np.ndarray], views: dict[str, np.ndarray], split: str,
+                 kinds: np.ndarray | None = None) -> ViewedSplit:
     pairs, _ = split_features(f, split)
     caps = np.flatnonzero(f["split"][f["caption_clip_index"]] == split)  # split_features' caption rows
-    return ViewedSplit(pairs, {n: v[caps] for n, v in views.items()})
+    return ViewedSplit(pairs, {n: v[caps] for n, v in views.items()}, None if kinds is None else kinds[caps])
 
 
 def finetune(heads: ProjectionHeads, train: ViewedSplit, val: PairedFeatures, params: RealRobustParams, *,
@@ -184,6 +215,12 @@ def measure(heads: ProjectionHeads, test: ViewedSplit) -> dict[str, dict[str, np
         viewed = _per_query(heads, p.audio, mixed, p.caption_clip_index)
         out[f"{name}_original"] = {m: v[rows] for m, v in out["original"].items()}
         out[name] = {m: v[rows] for m, v in viewed.items()}
+        if name == "view2" and test.kinds is not None:
+            for kind in KINDS:
+                sub = rows[test.kinds[rows] == kind]
+                if len(sub):
+                    out[f"view2_{kind}_original"] = {m: v[sub] for m, v in out["original"].items()}
+                    out[f"view2_{kind}"] = {m: v[sub] for m, v in viewed.items()}
     return out
 
 
@@ -195,7 +232,8 @@ def run_real_robust(params: RealRobustParams, *,
     ``embed``: the text tower for the views (:func:`view_features`)."""
     f = load_features(params.features)
     views = view_features(f, params.paraphrase_dir, embed=embed)
-    train, val, test = (viewed_split(f, views, s) for s in ("train", "val", "test"))
+    kinds = view_kinds(f, params.paraphrase_dir)
+    train, val, test = (viewed_split(f, views, s, kinds) for s in ("train", "val", "test"))
     if not np.isfinite(train.views["view2"][:, 0]).any():
         raise InputError(f"{params.paraphrase_dir}: no training caption has a view 2; nothing to fine-tune on")
     per_seed: dict[str, list[dict]] = {"base": [], "control": [], "robust": []}
@@ -246,7 +284,7 @@ def _summarise(per_seed: dict[str, list[dict]], params: RealRobustParams, test: 
                 values = [float(r[s][m].mean()) for r in runs]
                 block[f"{s}/t2a_{m}"] = round(float(np.mean(values)), 6)
                 block[f"{s}/t2a_{m}_per_seed"] = [round(v, 6) for v in values]
-        for name in VIEW_SETS:
+        for name in [*VIEW_SETS, *(f"view2_{k}" for k in KINDS)]:
             if name in sets:
                 block[f"{name}/drop_r@10"] = round(block[f"{name}_original/t2a_r@10"] - block[f"{name}/t2a_r@10"], 6)
         out["systems"][system] = block
@@ -292,6 +330,21 @@ def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams,
     out = [evaluate_finding(spec, scores("robust", q), scores("control", q), paired_seeds=True,
                             n_resamples=params.n_resamples, confidence=params.confidence,
                             rng_seed=params.bootstrap_seed) for q, spec in specs]
+    words = {"source": "nouns (the sound's source or event)", "action": "verbs"}
+    for kind in KINDS:
+        q = f"view2_{kind}"
+        if q not in sets:
+            continue
+        drop = FindingSpec(id=f"real_robust.kinds.{kind}.base_drop", metric="t2a r@10", a="captions as written",
+                           b="their view", claim="greater", statement=f"A WordNet view that changes only {words[kind]} "
+                                                                     "costs the base tower CLAP t2a R@10")
+        gain = FindingSpec(id=f"real_robust.kinds.{kind}.vs_control", metric="t2a r@10", a="robust", b="control",
+                           claim="greater", statement=f"On WordNet views that change only {words[kind]}, RobustCLAP's "
+                                                      "heads beat the control fine-tune (t2a R@10)")
+        out += [evaluate_finding(spec, a, b, paired_seeds=True, n_resamples=params.n_resamples,
+                                 confidence=params.confidence, rng_seed=params.bootstrap_seed)
+                for spec, a, b in ((drop, scores("base", f"{q}_original"), scores("base", q)),
+                                   (gain, scores("robust", q), scores("control", q)))]
     if zero_shot is not None:
         spec = FindingSpec(id="real_robust.zero_shot_not_less", metric="zero-shot accuracy", a="robust",
                            b="control", claim="not_less", margin=0.02,
@@ -316,6 +369,16 @@ def report_markdown(metrics: dict[str, Any], findings: list[dict]) -> str:
         drops = [f"{block[k]:.4f}" if k in block else "–" for k in ("view2/drop_r@10", "heldout/drop_r@10")]
         lines.append(f"| {system} | " + " | ".join(f"{block[f'{s}/t2a_r@10']:.4f}" for s in sets)
                      + " | " + " | ".join(drops) + " |")
+    kinds = [k for k in KINDS if f"view2_{k}/t2a_r@10" in metrics["systems"]["base"]]
+    if kinds:
+        lines += ["", "View 2 by the kind of word it changed (t2a R@10, mean over seeds; queries "
+                  + ", ".join(f"{k} {metrics['queries'][f'view2_{k}']}" for k in kinds) + "):", "",
+                  "| system | " + " | ".join(f"{k}: as written | {k}: view | {k}: drop" for k in kinds) + " |",
+                  "|---|" + "---:|" * (3 * len(kinds))]
+        for system, block in metrics["systems"].items():
+            lines.append(f"| {system} | " + " | ".join(
+                f"{block[f'view2_{k}_original/t2a_r@10']:.4f} | {block[f'view2_{k}/t2a_r@10']:.4f} | "
+                f"{block[f'view2_{k}/drop_r@10']:.4f}" for k in kinds) + " |")
     zs = metrics.get("zero_shot")
     if zs:
         lines += ["", f"Zero-shot label accuracy on {zs['clips']} labelled test clips ({zs['labels']} labels, chance "
