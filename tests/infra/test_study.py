@@ -102,7 +102,8 @@ def test_the_full_study_adds_dvc_stages(project):
                                   "train_clap_variant@scratch", "evaluate_clap_variant@scratch",
                                   "embed@frames_w2v-corpus", "caption_smollm2@0", "caption_smollm2@1",
                                   "caption_smollm2@2", "caption_noise_floor@smollm2",
-                                  "robust_paraphrase_llm@llm", "robust_view_source@llm", *encoder_rows, *arch,
+                                  "robust_paraphrase_llm@llm", "robust_view_source@llm", "real_caption_smollm2@1",
+                                  "real_caption_smollm2@2", *encoder_rows, *arch,
                                   *lr_checks}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
