@@ -155,6 +155,24 @@ class ReproResult:
         return self.failed is None
 
 
+# Failures that say nothing about the stage, only that another stage ran beside it: two stages
+# logging the same dataset to one MLflow experiment at the same moment both insert it
+# (MLflow's log_input looks it up, then inserts: not atomic across processes), and the SQLite
+# store may answer a second writer "database is locked". Seen once in 80-odd stages (robust_train
+# and robust_control, 2026-12-06). Such a stage is run again, once: stages resume and DVC
+# rewrites their outputs, so nothing is lost; plain `dvc repro` runs one stage at a time.
+TRANSIENT = ("UNIQUE constraint failed: datasets.", "database is locked")
+
+
+def transient_failure(log: Path) -> str | None:
+    """The :data:`TRANSIENT` message a failed stage's log shows, or None."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    return next((t for t in TRANSIENT if t in text), None)
+
+
 def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Path = ".",
                  dvc: Sequence[str] = ("dvc",), log_dir: str | Path = DEFAULT_LOG_DIR,
                  seconds_hint: dict[str, float] | None = None,
@@ -171,7 +189,7 @@ def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Pa
     log_dir.mkdir(parents=True, exist_ok=True)
     prio = priorities(graph, work, seconds_hint or {})
     rank = {n: i for i, n in enumerate(graph.order)}
-    pending, done = set(work), set()
+    pending, done, retried = set(work), set(), set()
     running: dict[str, tuple[subprocess.Popen, float, object]] = {}
     seconds: dict[str, float] = {}
     failed: str | None = None
@@ -183,7 +201,8 @@ def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Pa
             ready.sort(key=lambda n: (-prio[n], rank[n]))
             for name in ready[: jobs - len(running)]:
                 pending.discard(name)
-                log = open(log_dir / _log_name(name), "wb")  # noqa: SIM115 - closed when the stage ends
+                # A retried stage's log keeps the first attempt's output above the second's.
+                log = open(log_dir / _log_name(name), "ab" if name in retried else "wb")  # noqa: SIM115 - closed when the stage ends
                 stage_env = {**os.environ, **venv_path(), "PYTHONUNBUFFERED": "1", **(env or {})}
                 proc = subprocess.Popen([*dvc, "--wait-for-lock", "repro", "--single-item", name], cwd=root,
                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -203,6 +222,11 @@ def run_parallel(graph: StageGraph, work: set[str], *, jobs: int, root: str | Pa
             if proc.returncode == 0:
                 done.add(name)
                 say(f"[{len(done)}/{total}] done  {name} in {seconds[name]:.0f} s")
+            elif failed is None and name not in retried and (why := transient_failure(log_dir / _log_name(name))):
+                retried.add(name)
+                pending.add(name)
+                say(f"retrying {name} once: it failed on a tracking-store race ({why!r}), not on its own "
+                    f"work; log: {log_dir / _log_name(name)}")
             else:
                 failed = failed or name
                 say(f"FAILED {name} (exit {proc.returncode}) after {seconds[name]:.0f} s; "

@@ -122,6 +122,30 @@ def test_a_failed_stage_stops_new_launches_and_shows_its_log(project, monkeypatc
     assert not (root / "c.txt").exists()
 
 
+def test_a_stage_that_lost_a_tracking_store_race_runs_again_once(project, monkeypatch):
+    """MLflow's dataset insert from two stages at once: the loser's failure is not its own."""
+    root, env = project
+    monkeypatch.setenv("PATH", env["PATH"])
+    race = ("import os,sys;m='raced.flag';first=not os.path.exists(m);open(m,'a').close();"
+            "first and sys.exit('UNIQUE constraint failed'+chr(58)+' datasets.experiment_id')")  # no ': ' in YAML
+    text = (root / "dvc.yaml").read_text().replace('-c "import time,json;', f'-c "{race};import time,json;', 1)
+    (root / "dvc.yaml").write_text(text)
+    lines: list[str] = []
+    result = repro(root, jobs=2, dvc=DVC, say=lines.append, times_path=None)
+    out = "\n".join(lines)
+    assert result.ok, out
+    assert "retrying a once" in out and (root / "c.txt").exists()
+    log = (root / ".dvc/tmp/repro/a.log").read_text()
+    assert "UNIQUE constraint failed" in log  # the first attempt's output is kept above the second's
+    # Twice is not a race: the second failure stops the build.
+    (root / "raced.flag").unlink()
+    text = (root / "dvc.yaml").read_text().replace("first and sys.exit", "sys.exit", 1)
+    (root / "dvc.yaml").write_text(text)
+    lines.clear()
+    result = repro(root, jobs=2, dvc=DVC, say=lines.append, times_path=None)
+    assert not result.ok and result.failed == "a" and "FAILED a" in "\n".join(lines)
+
+
 def test_priorities_follow_the_longest_chain():
     graph = StageGraph(["x", "long", "short", "end"],
                        {"x": set(), "long": {"x"}, "short": {"x"}, "end": {"long"}})
