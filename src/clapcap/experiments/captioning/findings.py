@@ -103,8 +103,10 @@ class FindingsStudy:
     unseen_subset: bool = False
 
 
+#: The synthetic corpus's study: the default of every function here.
+SYNTHETIC = FindingsStudy()
 #: The studies by their params.yaml section.
-STUDIES = {"captioning": FindingsStudy(),
+STUDIES = {"captioning": SYNTHETIC,
            "real_captioning_study": FindingsStudy(prefix="real_captioning", encoder_label="tower CLAP",
                                                   trivial=False, unseen_subset=True)}
 
@@ -303,7 +305,7 @@ def _subset_findings(params: CaptioningParams, subsets: dict[str, tuple[set[str]
     return out
 
 
-def _music_findings(params: CaptioningParams, metric: str, study: FindingsStudy) -> list[tuple]:
+def _music_findings(params: CaptioningParams, metric: str, study: FindingsStudy = SYNTHETIC) -> list[tuple]:
     """Each music encoder against ``music.baseline`` over ``music.seeds``, scored on the music
     subset's test clips (its own references: another set of clips than the corpus's)."""
     music = params.music
@@ -360,7 +362,7 @@ def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None 
         FindingsInputError: when no LM has two noise seeds, on a missing result or caption
             file, or captions whose scores disagree with their result file.
     """
-    cfg, study = params.findings, study or STUDIES["captioning"]
+    cfg, study = params.findings, study or SYNTHETIC
     _floor_lm(params)
     manifest = load_dataset(params.dataset_dir).manifest
     refs = load_caption_split(params.dump, manifest, "test", embedding_key=params.embedding_key).references()
