@@ -3,7 +3,7 @@ it multiplies matrices, so build times of two machines can be compared."""
 
 from __future__ import annotations
 
-from clapcap.repro import cpu_description, gemm_gflops, machine_record
+from clapcap.build_machine import cpu_description, gemm_gflops, machine_record
 
 CPUINFO = """processor	: 0
 vendor_id	: AuthenticAMD
