@@ -158,8 +158,9 @@ class ReproResult:
 
 # Failures that say nothing about the stage, only that another stage ran beside it: two stages
 # logging the same dataset to one MLflow experiment at the same moment both insert it
-# (MLflow's log_input looks it up, then inserts: not atomic across processes), and the SQLite
-# store may answer a second writer "database is locked". Seen once in 80-odd stages (robust_train
+# (MLflow's log_input looks it up, then inserts: not atomic across processes; since 2026-12-06
+# clapcap.tracking.runs tries that insert again itself, which also covers `dvc queue`), and the
+# SQLite store may answer a second writer "database is locked". Seen once in 80-odd stages (robust_train
 # and robust_control, 2026-12-06). Such a stage is run again, once: stages resume and DVC
 # rewrites their outputs, so nothing is lost; plain `dvc repro` runs one stage at a time.
 TRANSIENT = ("UNIQUE constraint failed: datasets.", "database is locked")

@@ -145,3 +145,52 @@ def test_registered_model_loads_from_the_project_store_outside_a_run(tmp_path, m
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[2.0]"
+
+
+def _race_once(monkeypatch, message: str):
+    """Make the store's first dataset insert lose a race: another run stores the same dataset
+    first, then the insert fails with ``message`` (MLflow's own words in CI, 2026-12-06)."""
+    import mlflow
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    real = SqlAlchemyStore._log_inputs_impl
+    calls = []
+
+    def racing(self, experiment_id, run_id, datasets=None, models=None):
+        calls.append(run_id)
+        if len(calls) == 1:
+            other = mlflow.MlflowClient().create_run(experiment_id)
+            real(self, experiment_id, other.info.run_id, datasets, models)
+            raise mlflow.exceptions.MlflowException(message)
+        return real(self, experiment_id, run_id, datasets, models)
+
+    monkeypatch.setattr(SqlAlchemyStore, "_log_inputs_impl", racing)
+    return calls
+
+
+def test_a_dataset_another_run_stored_meanwhile_is_linked_not_a_failure(mlflow_uri, tmp_path, monkeypatch):
+    import mlflow
+
+    dump = tmp_path / "dumps" / "test.npz"
+    dump.parent.mkdir()
+    dump.write_bytes(b"not really an npz")
+    calls = _race_once(monkeypatch, "(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, "
+                                    "datasets.name, datasets.digest")
+    with tracking.tracked("unit", experiment="clapcap-test", name="unit/race", dump=dump) as run:
+        pass
+    assert len(calls) == 2 and calls[0] == calls[1] == run.info.run_id
+    inputs = mlflow.get_run(run.info.run_id).inputs.dataset_inputs
+    assert [i.dataset.name for i in inputs] == ["dumps/test.npz"]
+    assert mlflow.get_run(run.info.run_id).info.status == "FINISHED"
+
+
+def test_other_input_errors_are_not_tried_again(mlflow_uri, tmp_path, monkeypatch):
+    import mlflow
+
+    dump = tmp_path / "test.npz"
+    dump.write_bytes(b"x")
+    calls = _race_once(monkeypatch, "some other store failure")
+    with pytest.raises(mlflow.exceptions.MlflowException, match="some other store failure"):
+        with tracking.tracked("unit", experiment="clapcap-test", name="unit/other", dump=dump):
+            pass
+    assert len(calls) == 1

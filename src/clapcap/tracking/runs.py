@@ -94,15 +94,41 @@ def _relative(path: Path) -> str:
 def log_inputs(*, dataset_dir: str | Path | None = None, dump: str | Path | None = None,
                data_version: str | None = None) -> None:
     """Log the prepared dataset and the embedding dump as dataset inputs of the active run."""
-    import mlflow
-
     entries = []
     if dataset_dir is not None:
         entries.append((Path(dataset_dir), data_version or "none", "dataset"))
     if dump is not None and Path(dump).is_file():
         entries.append((Path(dump), sha256_file(dump), "embedding_dump"))
     for path, digest, context in entries:
-        mlflow.log_input(meta_dataset(path, digest), context=context, tags={"clapcap.digest": digest})
+        _log_input(meta_dataset(path, digest), context=context, tags={"clapcap.digest": digest})
+
+
+# What a store answers when another writer inserted the same dataset (experiment, name, digest)
+# between MLflow's lookup and its insert: SQLite's and PostgreSQL's words, also through a server.
+DUPLICATE_DATASET = ("UNIQUE constraint failed: datasets.", "duplicate key value violates unique constraint")
+INPUT_ATTEMPTS = 3
+
+
+def _log_input(dataset: Any, *, context: str, tags: Mapping[str, str]) -> None:
+    """``mlflow.log_input``, tried again when it lost a race to insert the same dataset.
+
+    MLflow looks a run's dataset up and inserts it when missing, in one transaction: two runs
+    logging one dataset at once (two queued DVC experiments, two stages of ``make repro``) can
+    both miss it, and the second insert then fails on the datasets table's unique key (seen in
+    CI, 2026-12-06). Its transaction is rolled back, so trying again finds the dataset the other
+    writer stored and links it. Hand-written: MLflow has no upsert for datasets.
+    """
+    import mlflow
+
+    for attempt in range(1, INPUT_ATTEMPTS + 1):
+        try:
+            mlflow.log_input(dataset, context=context, tags=dict(tags))
+            return
+        except mlflow.exceptions.MlflowException as err:
+            if attempt == INPUT_ATTEMPTS or not any(m in str(err) for m in DUPLICATE_DATASET):
+                raise
+            logger.info("dataset %s was stored by another run meanwhile; linking it (try %d)", dataset.name,
+                        attempt + 1)
 
 
 def meta_dataset(path: str | Path, digest: str) -> Any:
