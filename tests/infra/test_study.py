@@ -89,8 +89,9 @@ def test_the_full_study_adds_dvc_stages(project):
         return set(out.split())
 
     reduced = stages()
-    assert {"caption_arch@gpt2-prefix_length4", "caption_arch@gpt2-projection_depth1", "train_clap"} <= reduced
-    assert not {"caption_arch@t5-prefix_length4", "train_clap_variant@frozen"} & reduced
+    assert {"train_clap", "music_subset", "caption_lm@0"} <= reduced
+    assert not {"caption_arch@gpt2-prefix_length4", "caption_arch@t5-prefix_length4", "train_clap_variant@frozen",
+                "robust_views@one_vs_two", "caption_encoder_music@0", "embed_pretrained@aisfx"} & reduced
     apply_study(project, "full")
     encoder_rows = {f"caption_encoder@{e}-{s}" for e in ("default", "frames_w2v", "logmel") for s in range(3)}
     variants = ["prefix_length4", "prefix_length16", "dropout0.3", "dropout0.5", "projection_depth1",
@@ -103,8 +104,10 @@ def test_the_full_study_adds_dvc_stages(project):
                                   "embed@frames_w2v-corpus", "caption_smollm2@0", "caption_smollm2@1",
                                   "caption_smollm2@2", "caption_noise_floor@smollm2",
                                   "robust_paraphrase_llm@llm", "robust_view_source@llm", "real_caption_smollm2@1",
-                                  "real_caption_smollm2@2", *encoder_rows, *arch,
-                                  *lr_checks}
+                                  "real_caption_smollm2@2", "robust_views@one_vs_two",
+                                  *(f"caption_encoder_music@{s}" for s in range(3)),
+                                  *(f"embed_pretrained@{e}" for e in ("aisfx", "whisper_tiny_en", "crepe_tiny")),
+                                  *encoder_rows, *arch, *lr_checks}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
     extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
     kept = project / "results/captioning/results/t5_seed0.json"

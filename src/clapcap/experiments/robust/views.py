@@ -34,8 +34,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ViewCountParams:
-    """``params.yaml`` section ``robust_views``."""
+    """``params.yaml`` section ``robust_views``.
 
+    ``runs``: ``[one_vs_two]`` where the study runs (the full study), ``[]`` where it does not
+    (the reduced one; dvc.yaml's ``robust_views`` is a foreach over it).
+    """
+
+    runs: list[str] = field(default_factory=lambda: ["one_vs_two"])
     variants: dict[str, dict[str, float]] = field(default_factory=lambda: {
         "view1_only": {"view2_start_epoch": 1000.0}, "view2_only": {"view1_start_epoch": 1000.0}})
     out_dir: str = "models/robust_views"
@@ -47,6 +52,9 @@ class ViewCountParams:
 
     def __post_init__(self) -> None:
         from clapcap.robust.loss import MultiViewLossConfig
+
+        if self.runs not in ([], ["one_vs_two"]):
+            raise ValueError(f"robust_views.runs: expected [one_vs_two] (the study runs) or [], found {self.runs}")
 
         known = set(MultiViewLossConfig.__dataclass_fields__)
         for name, overrides in self.variants.items():
