@@ -43,3 +43,46 @@ def test_unknown_source_and_empty_split(tiny_corpus, tmp_path):
         subset_dataset(tiny_corpus, tmp_path / "x", source="jazz")
     with pytest.raises(InputError, match=r"no clips in split\(s\) \['val', 'test'\]"):  # 6 music clips, all train
         subset_dataset(tiny_corpus, tmp_path / "y", source="synthetic_music")
+
+
+def test_column_subsets_cap_their_splits_and_keep_every_test_clip(music_corpus, tmp_path):
+    from clapcap.data.subset import ColumnSubsetParams, column_subsets
+
+    full = load_dataset(music_corpus).manifest
+    params = ColumnSubsetParams(dataset_dir=str(music_corpus), out_dir=str(tmp_path / "subsets"), column="source",
+                                values=["synthetic_music"], max_clips={"train": 3}, seed=0)
+    out, = column_subsets(params)
+    assert out == tmp_path / "subsets" / "synthetic_music"
+    got = load_dataset(out).manifest
+    music = full[full["source"] == "synthetic_music"]
+    assert (music["split"] == "train").sum() > 3 and (got["split"] == "train").sum() == 3
+    for split in ("val", "test"):  # not capped: every clip of the family
+        assert list(got.loc[got["split"] == split, "clip_id"]) == list(music.loc[music["split"] == split, "clip_id"])
+    assert set(got["clip_id"]) <= set(music["clip_id"])
+    assert all(resolve_audio_path(load_dataset(out).root, p).is_file() for p in got["audio_path"])
+    again, = column_subsets(ColumnSubsetParams(**{**params.__dict__, "out_dir": str(tmp_path / "again")}))
+    assert (again / "manifest.csv").read_bytes() == (out / "manifest.csv").read_bytes()  # seeded draw
+    other, = column_subsets(ColumnSubsetParams(**{**params.__dict__, "out_dir": str(tmp_path / "s1"), "seed": 1}))
+    assert (other / "manifest.csv").read_bytes() != (out / "manifest.csv").read_bytes()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"column": "colour"}, "no column 'colour'"),
+    ({"values": ["synthetic_music", "birdsong"]}, r"no clip has source \['birdsong'\]"),
+])
+def test_column_subsets_name_a_bad_column_or_value(music_corpus, tmp_path, change, message):
+    from clapcap.data.subset import ColumnSubsetParams, column_subsets
+
+    params = ColumnSubsetParams(**{"dataset_dir": str(music_corpus), "out_dir": str(tmp_path / "s"),
+                                   "column": "source", "values": ["synthetic_music"], **change})
+    with pytest.raises(InputError, match=message):
+        column_subsets(params)
+
+
+@pytest.mark.parametrize("max_clips, message", [({"dev": 3}, r"\['dev'\] are not splits"), ({"train": 0}, "positive")])
+def test_column_subset_caps_are_checked_at_load(max_clips, message):
+    from clapcap.config import ConfigError, from_dict
+    from clapcap.data.subset import ColumnSubsetParams
+
+    with pytest.raises(ConfigError, match=message):
+        from_dict(ColumnSubsetParams, {"max_clips": max_clips})

@@ -152,6 +152,8 @@ def test_every_stage_param_exists_in_params_yaml():
             for part in foreach[2:-1].split("."):
                 tree = tree[part]
             keys = [k.replace("${key}", item) for k in keys for item in (tree if "${key}" in k else [""])]
+        elif isinstance(foreach, dict):  # a dict written in dvc.yaml itself
+            keys = [k.replace("${key}", item) for k in keys for item in (foreach if "${key}" in k else [""])]
         absent = [k for k in keys if not _has_key(params, k)]
         if absent:
             missing[name] = absent

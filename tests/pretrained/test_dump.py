@@ -97,3 +97,33 @@ def test_resume_after_crash_is_byte_identical(tiny_corpus, tmp_path, aisfx):
 def test_unknown_source_lists_the_sources(tiny_corpus, tmp_path):
     with pytest.raises(ValueError, match=r"no clip of source 'music'; its sources: \['synthetic', 'synthetic_music'\]"):
         embed_dataset(CFG, tiny_corpus, "all", tmp_path / "x.npz", source="music", progress=False)
+
+
+def test_a_section_embeds_each_encoder_on_its_own_dataset(tiny_corpus, tmp_path, aisfx, music_ids, monkeypatch):
+    """``datasets``: the specialist embeds the subset it is specialised for, under that subset's name."""
+    import json
+    import os
+
+    from clapcap.config import ConfigError, from_dict
+    from clapcap.data.prepare import load_dataset
+    from clapcap.encoders.config import EmbedPretrainedParams
+    from clapcap.encoders.embed import embed_pretrained_splits
+
+    music = tmp_path / "subsets" / "tunes"  # the music clips, in every split the corpus has ("all")
+    music.mkdir(parents=True)
+    df = pd.read_csv(tiny_corpus / "manifest.csv")
+    df[df["source"] == "synthetic_music"].to_csv(music / "manifest.csv", index=False)
+    (music / "dataset.json").write_text(json.dumps({"root": os.path.relpath(load_dataset(tiny_corpus).root, music),
+                                                    "source": "synthetic"}))
+    monkeypatch.setattr(embed_mod, "create_encoder", lambda cfg: aisfx)
+    params = EmbedPretrainedParams(dataset_dir=str(tiny_corpus), dataset="tiny", out_dir=str(tmp_path / "emb"),
+                                   splits=["all"], encoders={"aisfx": CFG}, datasets={"aisfx": "tunes"},
+                                   datasets_dir=str(music.parent))
+    out, = embed_pretrained_splits(params, "aisfx", progress=False)
+    assert out == tmp_path / "emb" / "aisfx" / "tunes" / "all.npz"
+    assert load_dump(out).clip_ids == music_ids
+    with pytest.raises(ConfigError, match=r"datasets: \['crepe'\] are not among the encoders"):
+        from_dict(EmbedPretrainedParams, {"encoders": {}, "datasets": {"crepe": "x"}, "datasets_dir": "data"})
+    with pytest.raises(ConfigError, match="needs datasets_dir"):
+        from_dict(EmbedPretrainedParams, {"encoders": {"aisfx": {"name": "aisfx", "backend": "aisfx"}},
+                                          "datasets": {"aisfx": "effects"}})

@@ -74,3 +74,23 @@ def test_no_section_before_every_study_has_run(tmp_path):
     params = _studies(tmp_path)
     Path(params.real_robust).unlink()
     assert "real_corpus" not in collect_inputs(params)
+
+
+def test_specialist_rows_get_a_table_of_their_own(tmp_path):
+    """Subset runs are tested on their subset's clips: never a row of the all-clips table."""
+    params = _studies(tmp_path)
+    results = Path(params.real_captioning) / "results"
+    assert not (tmp_path / "none").exists()
+    build_report(collect_inputs(params), tmp_path / "none")
+    assert not (tmp_path / "none" / "tables" / "real_corpus_specialists.md").exists()  # no subset runs: no table
+    for seed, (whisper, yamnet) in enumerate(((0.30, 0.10), (0.34, 0.12))):
+        _write(results / f"subset_speech_whisper_tiny_en_gpt2_s1_seed{seed}.json",
+               {"test": {"corpus": {"cider_d": whisper}}})
+        _write(results / f"subset_speech_yamnet_gpt2_s1_seed{seed}.json", {"test": {"corpus": {"cider_d": yamnet}}})
+    assert list(caption_configs(results)) == ["gpt2", "smollm2", "encoder_yamnet_gpt2_s1"]
+    assert list(caption_configs(results, subsets=True)) == ["subset_speech_whisper_tiny_en_gpt2_s1",
+                                                            "subset_speech_yamnet_gpt2_s1"]
+    build_report(collect_inputs(params), tmp_path / "report")
+    table = (tmp_path / "report" / "tables" / "real_corpus_specialists.md").read_text()
+    assert "| speech_whisper_tiny_en_gpt2_s1 (2 seeds) | 0.320 ± 0.028 |" in table  # no best across subsets
+    assert "subset_" not in (tmp_path / "report" / "tables" / "real_corpus_captioning.md").read_text()

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from clapcap.encoders.base import EncoderConfig, PretrainedEncoderConfig
 from clapcap.retrieval.identity import check_thresholds
@@ -52,14 +53,32 @@ class EmbedParams:
 
 @dataclass
 class EmbedPretrainedParams:
-    """Section ``embed_pretrained``: each pretrained encoder's dumps of one dataset's splits, at
-    ``<out_dir>/<encoder>/<dataset>/<split>.npz`` (the layout the captioning study reads)."""
+    """Sections ``embed_pretrained``, ``real_embed_pretrained``: each pretrained encoder's dumps
+    of one dataset's splits, at ``<out_dir>/<encoder>/<dataset>/<split>.npz`` (the layout the
+    captioning study reads). ``datasets``: encoder -> the dataset it embeds instead of
+    ``dataset_dir``, the folder ``<datasets_dir>/<dataset>``: each specialist on the subset it
+    is specialised for."""
 
     dataset_dir: str = "data/music"
     dataset: str = "music"
     out_dir: str = "data/embeddings"
     splits: list[str] = field(default_factory=lambda: ["train", "val", "test"])
     encoders: dict[str, PretrainedEncoderConfig] = field(default_factory=dict)
+    datasets: dict[str, str] = field(default_factory=dict)
+    datasets_dir: str = ""
+
+    def __post_init__(self) -> None:
+        stray = sorted(set(self.datasets) - set(self.encoders))
+        if stray:
+            raise ValueError(f"datasets: {stray} are not among the encoders {sorted(self.encoders)}")
+        if self.datasets and not self.datasets_dir:
+            raise ValueError("datasets: needs datasets_dir, the folder that holds those datasets")
+
+    def dataset_of(self, encoder: str) -> tuple[str, str]:
+        """The folder ``encoder`` embeds and its dataset name in the dump paths."""
+        if encoder in self.datasets:
+            return str(Path(self.datasets_dir) / self.datasets[encoder]), self.datasets[encoder]
+        return self.dataset_dir, self.dataset
 
 
 @dataclass

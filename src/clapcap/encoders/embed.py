@@ -329,16 +329,17 @@ def embed_pretrained_splits(params: EmbedPretrainedParams, name: str, *, progres
     """
     if name not in params.encoders:
         raise ValueError(f"embed_pretrained: no encoder {name!r}; have {sorted(params.encoders)}")
-    if skip_if_inputs_skipped([params.dataset_dir], [Path(params.out_dir) / name / params.dataset],
+    dataset_dir, dataset = params.dataset_of(name)
+    if skip_if_inputs_skipped([dataset_dir], [Path(params.out_dir) / name / dataset],
                               stage=f"embed_pretrained@{name}"):
         return []
     cfg = params.encoders[name].with_device(or_default(compute).device)
     encoder = None
     paths = []
     for split in params.splits:
-        out = dump_path(params.out_dir, name, params.dataset, split)
-        if encoder is None and not is_complete(out, dump_signature(cfg, params.dataset_dir, split)):
+        out = dump_path(params.out_dir, name, dataset, split)
+        if encoder is None and not is_complete(out, dump_signature(cfg, dataset_dir, split)):
             encoder = create_encoder(cfg)
-        paths.append(embed_dataset(cfg, params.dataset_dir, split, out, progress=progress, encoder=encoder,
+        paths.append(embed_dataset(cfg, dataset_dir, split, out, progress=progress, encoder=encoder,
                                    compute=compute))
     return paths

@@ -33,14 +33,15 @@ CAPTION_METRICS = ["cider_d", "meteor", "rouge_l", "bleu_1", "bleu_4"]
 _SEED = re.compile(r"^(?P<config>.+)_seed(?P<seed>\d+)$")
 
 
-def caption_configs(results_dir: str | Path) -> dict[str, dict[str, Any]]:
+def caption_configs(results_dir: str | Path, *, subsets: bool = False) -> dict[str, dict[str, Any]]:
     """Configuration (a run's name without ``_seed<k>``) -> its seeds and, per metric of the
     test corpus scores, the mean and sample std over them (std None for one seed); the LM
-    rows first, then the ``encoder_*`` rows."""
+    rows first, then the ``encoder_*`` rows. ``subsets``: the ``subset_*`` runs instead (the
+    specialists', each on its own subset's test clips), which the others leave out."""
     runs: dict[str, dict[int, dict[str, float]]] = {}
     for path in sorted(Path(results_dir).glob("*.json")):
         found = _SEED.match(path.stem)
-        if found:
+        if found and found["config"].startswith("subset_") == subsets:
             runs.setdefault(found["config"], {})[int(found["seed"])] = read_json(path)["test"]["corpus"]
     out = {}
     # The LM rows first, then the encoder rows.
@@ -67,7 +68,9 @@ def collect_real_corpus(clap: str | Path, robust: str | Path, captioning: str | 
     retrieval = {name: test[name] for name in ("tower_clap", "class_route", "yamnet_names", "untrained_heads")
                  if name in test}
     overlap = refs["overlap"]
+    specialists = caption_configs(Path(captioning) / "results", subsets=True)
     return {"clap": {"clips": test["clips"], "chance": test["chance"], "models": retrieval},
+            **({"specialists": specialists} if specialists else {}),
             "robust": read_json(robust),
             "captioning": {"configs": caption_configs(Path(captioning) / "results"),
                            "references": {n: refs["systems"][n]["corpus"] for n in ("retrieval", "labels")
@@ -118,6 +121,18 @@ def _captioning_table(caps: dict[str, Any]) -> Table:
         "clip; the scores rest on them (docs/captioning.md, findings real_captioning.*)."])
 
 
+def _specialists_table(configs: dict[str, Any]) -> Table:
+    rows = [Row(name=f"{config.removeprefix('subset_')} ({len(c['seeds'])} seeds)",
+                values={m: s["mean"] for m, s in c["metrics"].items()},
+                std={m: s["std"] for m, s in c["metrics"].items() if s["std"] is not None})
+            for config, c in configs.items()]
+    return Table(f"{TITLE}: encoders on the clips they are specialised for", rows, CAPTION_METRICS, notes=[
+        "<subset>_<encoder>_gpt2_s1: GPT-2 at stage 1 on one family of the real corpus (data/real_subsets/<subset>: "
+        "speech for Whisper, instruments for CREPE, effects for aisfx), trained, validated and tested on that "
+        "family's clips only, so rows of different subsets are not comparable; YAMNet is each subset's baseline. "
+        "Mean ± sample std over training seeds; findings real_captioning.specialist.*."], bold=False)
+
+
 def _captioning_figure(caps: dict[str, Any]) -> Any:
     bars = []
     for config, c in caps["configs"].items():
@@ -140,5 +155,7 @@ def real_corpus_section(data: dict[str, Any], _ctx: dict[str, Any]) -> Section:
     tables = {"real_corpus_retrieval": _retrieval_table(data["clap"]),
               "real_corpus_robust": _robust_table(data["robust"]),
               "real_corpus_captioning": _captioning_table(caps)}
+    if data.get("specialists"):
+        tables["real_corpus_specialists"] = _specialists_table(data["specialists"])
     figures = {"real_corpus_captioning": _captioning_figure(caps)} if caps["configs"] else {}
     return Section(text=text, tables=tables, figures=figures)

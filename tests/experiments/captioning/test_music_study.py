@@ -77,7 +77,7 @@ def test_music_rows_in_findings_summary_and_not_in_champion_selection(music_stud
 
 
 def test_music_config_is_checked():
-    with pytest.raises(ConfigError, match="music.baseline 'x' is not one of"):
+    with pytest.raises(ConfigError, match="music: baseline 'x' is not one of"):
         from_dict(exp.CaptioningParams, {"music": {"dataset_dir": "d", "baseline": "x", "encoders": {"a": {"dump": "p"}}}})
 
 

@@ -73,9 +73,9 @@ class MusicEncoderStudy:
         if not self.dataset_dir:
             return
         if self.baseline not in self.encoders:
-            raise ValueError(f"music.baseline {self.baseline!r} is not one of music.encoders {sorted(self.encoders)}")
+            raise ValueError(f"baseline {self.baseline!r} is not one of its encoders {sorted(self.encoders)}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"music.seeds: expected at least one seed and no repeats, found {self.seeds}")
+            raise ValueError(f"seeds: expected at least one seed and no repeats, found {self.seeds}")
 
 
 @dataclass
@@ -160,6 +160,11 @@ class CaptioningParams:
     # Also run each encoder row through stages 1 and 2 (runs ``encoder_<name>_<lm>_s12_seed<k>``).
     encoder_stage2: bool = False
     music: MusicEncoderStudy = field(default_factory=MusicEncoderStudy)
+    # The encoder axis on subsets where an encoder is specialised (the real corpus's speech for
+    # Whisper, instruments for CREPE, effects for aisfx): subset name -> its study, shaped as the
+    # music one (a subset dataset, its encoders, baseline and seeds). Runs
+    # ``subset_<name>_<encoder>_<lm>_s1_seed<k>``; none by default.
+    specialists: dict[str, MusicEncoderStudy] = field(default_factory=dict)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     metrics: list[str] | None = None
     selection_metrics: list[str] = field(default_factory=lambda: ["fense", "cider_d"])

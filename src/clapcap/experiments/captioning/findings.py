@@ -29,6 +29,10 @@ finding (id)                                sides
 ``captioning.pipeline.<lm>.vs_<ref>.<sub>`` the same on one subset of the test clips
                                             (``caption_subsets``: music, general audio),
                                             every metric computed within the subset
+``captioning.music.<base>.vs_<enc>``        stage-1 runs on the music subset over
+                                            ``music.seeds`` (paired), its own test clips
+``...specialist.<sub>.<enc>.vs_<base>``    the same on each subset of ``specialists``:
+                                            the specialist against the subset's baseline
 ==========================================  ==============================================
 
 A study (:class:`FindingsStudy`) names its findings: the synthetic corpus's study has the ids
@@ -57,6 +61,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,12 +76,13 @@ from clapcap.evaluation.conclusions import (
     publish_findings,
 )
 from clapcap.evaluation.seed_bootstrap import SeedScores
-from clapcap.experiments.captioning.config import CaptioningParams
+from clapcap.experiments.captioning.config import CaptioningParams, MusicEncoderStudy
 from clapcap.experiments.captioning.plan import (
     arch_specs,
     encoder_run_name,
     lm_specs,
     music_run_name,
+    subset_run_name,
 )
 from clapcap.experiments.captioning.study import decoding_seed_path, test_predictions_path
 from clapcap.utils.io import read_json
@@ -315,19 +321,39 @@ def _music_findings(params: CaptioningParams, metric: str, study: FindingsStudy 
     if reason is not None:  # a real dataset has no corpus music subset
         logger.info("music findings not tested: %s", reason)
         return []
-    manifest = load_dataset(music.dataset_dir).manifest
-    base = music.encoders[music.baseline]
-    scorer = _Scorer(load_caption_split(base.dump, manifest, "test", embedding_key=base.embedding_key).references(),
-                     metric)
-    lm, seeds = params.encoder_lm, list(music.seeds)
-    if len(seeds) < 2:
-        raise FindingsInputError(f"captioning.music.seeds {seeds}: the music findings need at least two "
-                                 "training seeds (one seed says nothing about another training run)")
-    sides = {enc: SeedScores(_run_scores(params, scorer, [music_run_name(enc, lm, s) for s in seeds]), tuple(seeds))
-             for enc in music.encoders}
+    lm = params.encoder_lm
+    sides = _subset_sides(params, music, lambda enc, s: music_run_name(enc, lm, s), metric, "captioning.music")
     return [(_spec(f"{study.prefix}.music.{music.baseline}.vs_{enc}", f"on music clips, the {music.baseline} "
                    f"encoder gives better stage-1 {lm} captions than {enc} ({metric})", metric, music.baseline, enc),
              sides[music.baseline], sides[enc], True) for enc in music.encoders if enc != music.baseline]
+
+
+def _subset_sides(params: CaptioningParams, sub: MusicEncoderStudy, run_name: Callable[[str, int], str],
+                  metric: str, where: str) -> dict[str, SeedScores]:
+    """Each encoder's scores over ``sub.seeds`` on the subset's own test clips (their references)."""
+    manifest = load_dataset(sub.dataset_dir).manifest
+    base = sub.encoders[sub.baseline]
+    scorer = _Scorer(load_caption_split(base.dump, manifest, "test", embedding_key=base.embedding_key).references(),
+                     metric)
+    seeds = list(sub.seeds)
+    if len(seeds) < 2:
+        raise FindingsInputError(f"{where}.seeds {seeds}: these findings need at least two training seeds (one "
+                                 "seed says nothing about another training run)")
+    return {enc: SeedScores(_run_scores(params, scorer, [run_name(enc, s) for s in seeds]), tuple(seeds))
+            for enc in sub.encoders}
+
+
+def _specialist_findings(params: CaptioningParams, metric: str, study: FindingsStudy) -> list[tuple]:
+    """On each subset of ``specialists``, each encoder against the subset's baseline: the
+    specialist is claimed better on the clips it is specialised for (Whisper on speech)."""
+    lm, out = params.encoder_lm, []
+    for name, sub in params.specialists.items():
+        sides = _subset_sides(params, sub, lambda enc, s, name=name: subset_run_name(name, enc, lm, s), metric,
+                              f"specialists.{name}")
+        out += [(_spec(f"{study.prefix}.specialist.{name}.{enc}.vs_{sub.baseline}", f"on {name} clips, the {enc} encoder gives "
+                       f"better stage-1 {lm} captions than {sub.baseline} ({metric})", metric, enc, sub.baseline),
+                 sides[enc], sides[sub.baseline], True) for enc in sub.encoders if enc != sub.baseline]
+    return out
 
 
 def _floor_lm(params: CaptioningParams) -> str:
@@ -375,6 +401,7 @@ def run_findings(params: CaptioningParams, subsets: dict[str, list[str]] | None 
     tests = (_lm_findings(params, scorer, lm_scores, study) + _arch_findings(params, scorer, lm_scores, study)
              + _decoding_findings(params, scorer, lm_scores, study)
              + _encoder_findings(params, scorer, lm_scores, study) + _music_findings(params, cfg.metric, study)
+             + _specialist_findings(params, cfg.metric, study)
              + _subset_findings(params, subset_clips(manifest, subsets or {}, study), refs, cfg.metric, study))
     findings = [evaluate_finding(spec, a, b, paired_seeds=paired, n_resamples=cfg.n_resamples,
                                  confidence=cfg.confidence, rng_seed=cfg.rng_seed)

@@ -26,13 +26,18 @@ class RunSpec:
     """One training + evaluation configuration."""
 
     name: str
-    kind: str  # lm | arch | encoder
+    kind: str  # lm | arch | encoder | music | subset
     lm: str
     seed: int
     model_overrides: dict[str, Any] = field(default_factory=dict)
     stages: list[int] = field(default_factory=lambda: [1, 2])
     dump: str = ""
     embedding_key: str = "audio_embeds"
+    subset: str = ""  # a subset run's key of ``specialists``
+
+    def record(self) -> dict[str, Any]:
+        """The spec as a run's record and params hold it (``subset`` only for a subset run)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "subset" or v}
 
 
 def baseline_run_name(lm: str, seed: int) -> str:
@@ -88,16 +93,33 @@ def music_specs(params: CaptioningParams) -> list[RunSpec]:
             for name, enc in params.music.encoders.items() for seed in params.music.seeds]
 
 
+def subset_run_name(subset: str, encoder: str, lm: str, seed: int) -> str:
+    return f"subset_{subset}_{encoder}_{lm}_s1_seed{seed}"
+
+
+def subset_specs(params: CaptioningParams, subset: str | None = None) -> list[RunSpec]:
+    """Stage-1-only runs of ``encoder_lm`` on each subset of ``specialists`` (or on ``subset``
+    only), one per encoder of that subset and seed."""
+    studies = params.specialists if subset is None else {subset: params.specialists[subset]}
+    return [RunSpec(subset_run_name(sub, name, params.encoder_lm, seed), "subset", params.encoder_lm, seed,
+                    stages=[1], dump=enc.dump, embedding_key=enc.embedding_key, subset=sub)
+            for sub, study in studies.items() for name, enc in study.encoders.items() for seed in study.seeds]
+
+
 def run_params_for(params: CaptioningParams, spec: RunSpec) -> CaptioningParams:
-    """The study params a run sees: a music run reads the music subset's manifest."""
-    return dataclasses.replace(params, dataset_dir=params.music.dataset_dir) if spec.kind == "music" else params
+    """The study params a run sees: a music or subset run reads its subset's manifest."""
+    if spec.kind == "music":
+        return dataclasses.replace(params, dataset_dir=params.music.dataset_dir)
+    if spec.kind == "subset":
+        return dataclasses.replace(params, dataset_dir=params.specialists[spec.subset].dataset_dir)
+    return params
 
 
 def all_specs(params: CaptioningParams) -> list[RunSpec]:
     """Every training run of the study, in the order the flow submits them."""
     specs = [s for lm in params.lms for s in lm_specs(params, lm)]
     specs += [s for lm in params.lms for s in arch_specs(params, lm)]
-    return specs + encoder_specs(params) + music_specs(params)
+    return specs + encoder_specs(params) + music_specs(params) + subset_specs(params)
 
 
 def lr_source(params: CaptioningParams, spec: RunSpec) -> Path | None:
@@ -144,6 +166,8 @@ def configuration(spec: RunSpec) -> str:
 
 def seeds_of(params: CaptioningParams, spec: RunSpec) -> list[int]:
     """The seed group of ``spec``'s configuration: the seeds whose runs differ only in their seed."""
+    if spec.kind == "subset":
+        return list(params.specialists[spec.subset].seeds)
     return list(params.encoder_seeds if spec.kind == "encoder" else params.music.seeds if spec.kind == "music" else
                 params.seeds_for(spec.lm) if spec.kind == "lm" else [spec.seed])
 

@@ -40,14 +40,14 @@ BUILD_HINT = ("Build and register one with `dvc repro caption_register` (it runs
 
 def candidates(out_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished run (``results/*.json``) and decoding record (``decoding/<lm>/seed<k>/*.json``),
-    but the music-subset runs, whose validation split is another set of clips."""
+    but the music and subset runs, whose validation split is another set of clips."""
     out = Path(out_dir)
     found = []
     for path in sorted(out.glob("results/[!.]*.json")):
         if skip_reason(path) is not None:  # a music run on a dataset without music clips
             continue
         rec = read_json(path)
-        if rec["spec"]["kind"] == "music":  # scored on the music subset's val split: not comparable
+        if rec["spec"]["kind"] in ("music", "subset"):  # scored on a subset's val split: not comparable
             continue
         found.append({"name": path.stem, "checkpoint": rec["checkpoint"], "decoding": rec["decoding"],
                       "dump": rec["spec"]["dump"], "embedding_key": rec["spec"]["embedding_key"], "val": rec["val"],

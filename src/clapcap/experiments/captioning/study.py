@@ -58,6 +58,7 @@ from clapcap.experiments.captioning.plan import (
     run_configs,
     run_params_for,
     seeds_of,
+    subset_specs,
 )
 from clapcap.utils.io import read_json, sha256_file, write_json
 from clapcap.utils.skip import skip_if_inputs_skipped
@@ -150,7 +151,7 @@ def execute_run(params: CaptioningParams, spec: RunSpec, *, compute: Compute | N
     plan = plan_run(params, spec)  # the study section read once; below, only the plan
     record = _train_and_score(plan, compute, tracker)
     write_json(path, record)
-    if spec.kind in ("encoder", "music"):  # an LM's baseline seeds: noise_floor logs them
+    if spec.kind in ("encoder", "music", "subset"):  # an LM's baseline seeds: noise_floor logs them
         stem = spec.name.removesuffix(f"_seed{spec.seed}")
         _report_seed_stats(tracker, plan, [plan.out_dir / "results" / f"{stem}_seed{s}.json" for s in plan.seeds])
     return record
@@ -165,7 +166,7 @@ def _train_and_score(plan: RunPlan, compute: Compute, tracker: StudyTracker) -> 
     spec, model_cfg, train_cfg, out = plan.spec, plan.model, plan.train, plan.out_dir
     assert model_cfg is not None and train_cfg is not None, "a run is planned with its configs"
     lm = resolve_lm(model_cfg)  # once, before the run opens: a hub id's commit, a folder's weights SHA-256
-    run_params = {"spec": dataclasses.asdict(spec), "model": dataclasses.asdict(model_cfg),
+    run_params = {"spec": spec.record(), "model": dataclasses.asdict(model_cfg),
                   "train": train_cfg.record(), "decoding": dataclasses.asdict(plan.decoding),
                   **({"pretrained_lm": lm.record()} if lm is not None else {})}
     with tracker.run(plan, run_params):
@@ -174,7 +175,7 @@ def _train_and_score(plan: RunPlan, compute: Compute, tracker: StudyTracker) -> 
                                   on_epoch_end=tracker.epoch_hook(),
                                   lm_cache_dir=out / "lm_warmup", compute=compute, lm=lm)
         val, test, preds = _evaluate(plan, trained["checkpoint"], compute)
-        record = {"spec": dataclasses.asdict(spec), "model": trained["model"], "train": trained["train"],
+        record = {"spec": spec.record(), "model": trained["model"], "train": trained["train"],
                   **({"pretrained_lm": trained["pretrained_lm"]} if "pretrained_lm" in trained else {}),
                   "history": {k: v["history"] for k, v in trained["stages"].items()},
                   "best_epoch": {k: v["best_epoch"] for k, v in trained["stages"].items()},
@@ -233,7 +234,7 @@ def evaluate_decoding(params: CaptioningParams, lm: str, name: str, seed: int | 
     spec = RunSpec(f"{lm}_decoding_{name}_seed{seed}", "decoding", lm, seed, dump=params.dump)
     # The configuration is the trained checkpoint plus this decoding: its run carries both the
     # checkpoint's training params and the decoding params (one run per configuration).
-    run_params = {"spec": dataclasses.asdict(spec), "model": base["model"], "train": base["train"],
+    run_params = {"spec": spec.record(), "model": base["model"], "train": base["train"],
                   **({"pretrained_lm": base["pretrained_lm"]} if "pretrained_lm" in base else {}),
                   "decoding": dataclasses.asdict(decoding), "checkpoint_run": base["spec"]["name"]}
     plan = dataclasses.replace(plan_run(params, spec, configs=False), decoding=decoding,
@@ -359,7 +360,8 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | N
 
     ``kind``: ``lm`` (``seed`` narrows), ``arch`` (``name`` like ``prefix_length4``),
     ``encoder`` (``name`` = encoder, ``default`` for ``dump``; ``seed`` narrows), ``music``
-    (``name`` = a ``music.encoders`` key; ``seed`` narrows),
+    (``name`` = a ``music.encoders`` key; ``seed`` narrows), ``subset`` (``name`` = a key of
+    ``specialists``: every encoder of that subset; ``seed`` narrows),
     ``decoding`` (``name`` = decoding config; ``seed`` = the checkpoint's noise seed, see
     :func:`decoding_jobs`). ``lm`` (one, or a list) defaults to every LM (``encoder_lm`` for encoders).
 
@@ -387,8 +389,12 @@ def run_ablation(params: CaptioningParams, kind: str, *, lm: str | list[str] | N
     elif kind == "music":
         specs = [s for s in music_specs(params) if (name is None or s.name == music_run_name(name, s.lm, s.seed))
                  and (seed is None or s.seed == seed)]
+    elif kind == "subset":
+        if name is not None and name not in params.specialists:
+            raise ValueError(f"ablation subset: no subset {name!r}; specialists has {sorted(params.specialists)}")
+        specs = [s for s in subset_specs(params, name) if seed is None or s.seed == seed]
     else:
-        raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder, music or decoding")
+        raise ValueError(f"unknown ablation kind {kind!r}; expected lm, arch, encoder, music, subset or decoding")
     if not specs:
         raise ValueError(f"ablation {kind}: nothing matches lm={lm} name={name} seed={seed}")
     out = Path(params.out_dir)

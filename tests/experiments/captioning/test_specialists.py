@@ -1,0 +1,102 @@
+"""The encoder axis on subsets where an encoder is specialised (``specialists``): stage-1 runs on
+each subset's clips, findings that claim the specialist better there, and no part in the champion
+selection."""
+
+from __future__ import annotations
+
+import pytest
+from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
+
+from clapcap.config import ConfigError, from_dict
+from clapcap.experiments.captioning import study as exp
+
+TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
+         "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
+
+
+@pytest.fixture(scope="module")
+def specialist_study(tmp_path_factory):
+    import torch
+
+    from clapcap.data.config import DataParams
+    from clapcap.data.prepare import prepare_data
+    from clapcap.data.subset import ColumnSubsetParams, column_subsets
+    from clapcap.data.synth import SynthConfig
+
+    torch.set_num_threads(1)
+    mp = pytest.MonkeyPatch()
+    mp.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
+    tmp = tmp_path_factory.mktemp("specialists")
+    corpus = tmp / "corpus"
+    prepare_data(DataParams(out_dir=str(corpus), synthetic=SynthConfig(n_clips=40, seed=2, min_duration_s=1.0,
+                                                                       max_duration_s=2.0, music_fraction=0.5)),
+                 progress=False)
+    music, general = column_subsets(ColumnSubsetParams(dataset_dir=str(corpus), out_dir=str(tmp / "subsets"),
+                                                       column="source", values=["synthetic_music", "synthetic"],
+                                                       max_clips={"train": 8}))
+    dumps = {name: str(make_dump(corpus, tmp / f"{name}.npz", seed=i)) for i, name in enumerate(["base", "spec"])}
+    encoders = {"base": {"dump": dumps["base"]}, "spec": {"dump": dumps["spec"]}}
+    params = from_dict(exp.CaptioningParams, {
+        "dataset_dir": str(corpus), "dump": dumps["base"], "out_dir": str(tmp / "out"), "lms": ["gpt2"],
+        "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": TRAIN}, "use_lr_search": False,
+        "noise_seeds": [0, 1], "track": False, "progress": False,
+        "specialists": {"music": {"dataset_dir": str(music), "baseline": "base", "seeds": [0, 1], "encoders": encoders},
+                        "general": {"dataset_dir": str(general), "baseline": "base", "seeds": [0, 1],
+                                    "encoders": encoders}}})
+    records = exp.run_ablation(params, "subset", name="music")
+    yield params, records, music, general
+    mp.undo()
+
+
+def test_subset_runs_train_and_test_on_their_subset_only(specialist_study):
+    from clapcap.data.prepare import load_dataset
+    from clapcap.utils.io import read_json
+
+    params, records, music, _ = specialist_study
+    assert sorted(r["spec"]["name"] for r in records) == [
+        "subset_music_base_gpt2_s1_seed0", "subset_music_base_gpt2_s1_seed1",
+        "subset_music_spec_gpt2_s1_seed0", "subset_music_spec_gpt2_s1_seed1"]
+    assert all(r["spec"]["stages"] == [1] and r["spec"]["subset"] == "music" for r in records)
+    m = load_dataset(music).manifest
+    preds = read_json(exp.test_predictions_path(params.out_dir, "subset_music_spec_gpt2_s1_seed1"))
+    assert set(preds) == set(m.loc[m["split"] == "test", "clip_id"])
+    assert exp.run_ablation(params, "subset", name="music", seed=1) == [r for r in records if r["spec"]["seed"] == 1]
+    with pytest.raises(ValueError, match="no subset 'speech'"):
+        exp.run_ablation(params, "subset", name="speech")
+
+
+def test_other_runs_record_no_subset_key():
+    """A run that is not a subset run keeps the record it had before subsets existed."""
+    from clapcap.experiments.captioning.plan import RunSpec
+
+    assert "subset" not in RunSpec("gpt2_seed0", "lm", "gpt2", 0).record()
+    assert RunSpec("x", "subset", "gpt2", 0, subset="speech").record()["subset"] == "speech"
+
+
+def test_each_subset_has_its_findings_and_no_part_in_the_champion_selection(specialist_study, monkeypatch):
+    from clapcap.experiments.captioning.findings import FindingsInputError, _specialist_findings
+    from clapcap.experiments.captioning.registry import candidates
+
+    params, _, _, _ = specialist_study
+    monkeypatch.setattr("clapcap.experiments.captioning.findings.score_captions", fake_score_captions)
+    with pytest.raises(FindingsInputError, match="subset_general_base_gpt2_s1_seed0"):  # not run yet
+        _specialist_findings(params, "cider_d", exp_study())
+    exp.run_ablation(params, "subset", name="general")
+    found = _specialist_findings(params, "cider_d", exp_study())
+    assert [f[0].id for f in found] == ["captioning.specialist.music.spec.vs_base", "captioning.specialist.general.spec.vs_base"]
+    spec, a, b, paired = found[0]
+    assert (spec.a, spec.b) == ("spec", "base") and paired and a.seeds == b.seeds == (0, 1)
+    assert not any(c["name"].startswith("subset_") for c in candidates(params.out_dir))
+
+
+def exp_study():
+    from clapcap.experiments.captioning.findings import SYNTHETIC
+
+    return SYNTHETIC
+
+
+def test_a_subset_needs_its_baseline_among_its_encoders():
+    with pytest.raises(ConfigError, match="specialists.speech: baseline 'yamnet' is not one of"):
+        from_dict(exp.CaptioningParams, {"specialists": {"speech": {"dataset_dir": "d", "baseline": "yamnet",
+                                                                    "encoders": {"whisper": {"dump": "p"}}}}})
+
