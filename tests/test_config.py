@@ -125,6 +125,8 @@ SECTION_CLASSES = {
     "embed": "clapcap.encoders.config:EmbedParams",
     "embed_pretrained": "clapcap.encoders.config:EmbedPretrainedParams",
     "music_subset": "clapcap.data.subset:SubsetParams",
+    "real_subsets": "clapcap.data.subset:ColumnSubsetParams",
+    "real_embed_pretrained": "clapcap.encoders.config:EmbedPretrainedParams",
     "pairwise": "clapcap.experiments.pairwise.study:PairwiseStudyParams",
     "reference": "clapcap.reference.config:ReferenceParams",
     "reference_baselines": "clapcap.reference.baselines:BaselineParams",

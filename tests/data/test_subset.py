@@ -67,7 +67,7 @@ def test_column_subsets_cap_their_splits_and_keep_every_test_clip(music_corpus, 
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"column": "colour"}, "no column 'colour'"),
+    ({"column": "colour"}, "no column 'colour' in its manifest"),
     ({"values": ["synthetic_music", "birdsong"]}, r"no clip has source \['birdsong'\]"),
 ])
 def test_column_subsets_name_a_bad_column_or_value(music_corpus, tmp_path, change, message):
@@ -86,3 +86,25 @@ def test_column_subset_caps_are_checked_at_load(max_clips, message):
 
     with pytest.raises(ConfigError, match=message):
         from_dict(ColumnSubsetParams, {"max_clips": max_clips})
+
+
+def test_a_column_can_be_a_key_of_each_clips_meta(music_corpus, tmp_path):
+    """The real corpus keeps ``family`` in each clip's ``meta`` record, not as a column."""
+    import shutil
+
+    from clapcap.data.manifest import write_manifest
+    from clapcap.data.subset import ColumnSubsetParams, column_subsets
+
+    src = tmp_path / "corpus"
+    shutil.copytree(music_corpus, src)
+    ds = load_dataset(src)
+    df = ds.manifest.copy()
+    df["meta"] = [{**(m if isinstance(m, dict) else {}), "family": "instruments" if s == "synthetic_music" else "effects"}
+                  for m, s in zip(df["meta"] if "meta" in df else [{}] * len(df), df["source"], strict=True)]
+    write_manifest(df, src / "manifest.csv")
+    out, = column_subsets(ColumnSubsetParams(dataset_dir=str(src), out_dir=str(tmp_path / "s"), column="family",
+                                             values=["instruments"]))
+    assert list(load_dataset(out).manifest["clip_id"]) == list(df.loc[df["source"] == "synthetic_music", "clip_id"])
+    with pytest.raises(InputError, match="no 'colour' in its clips' meta"):
+        column_subsets(ColumnSubsetParams(dataset_dir=str(src), out_dir=str(tmp_path / "t"), column="colour",
+                                          values=["red"]))

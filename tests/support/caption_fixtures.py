@@ -18,6 +18,11 @@ TINY_MODEL = {"hidden": 32, "layers": 1, "heads": 2, "prefix_length": 4, "vocab_
               "max_caption_tokens": 24, "n_positions": 64}
 
 
+# A subset study's training section (stage 1 only runs): one epoch each, small batches.
+SUBSET_TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
+                "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
+
+
 def _word_vector(word: str, dim: int) -> np.ndarray:
     return np.random.default_rng(zlib.crc32(word.encode())).standard_normal(dim)
 

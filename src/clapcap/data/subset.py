@@ -83,8 +83,9 @@ def _write_subset(src_dir: str | Path, rows: pd.DataFrame, out_dir: str | Path, 
 
 @dataclass
 class ColumnSubsetParams:
-    """Section ``real_subsets``: the clips of ``dataset_dir`` whose ``column`` is each of
-    ``values``, as datasets ``<out_dir>/<value>``. ``max_clips``: split -> at most that many
+    """Section ``real_subsets``: the clips of ``dataset_dir`` whose ``column`` (a manifest column,
+    or a key of each clip's ``meta`` record: the real corpus's ``family``) is each of ``values``,
+    as datasets ``<out_dir>/<value>``. ``max_clips``: split -> at most that many
     clips, drawn with ``seed`` (a split left out keeps all; the reduced study caps train and
     val so that the pretrained encoders embed fewer clips)."""
 
@@ -114,16 +115,14 @@ def column_subsets(params: ColumnSubsetParams) -> list[Path]:
             a subset would be empty.
     """
     ds = load_dataset(params.dataset_dir)
-    if params.column not in ds.manifest.columns:
-        raise InputError(f"{params.dataset_dir}: no column {params.column!r} in its manifest; it has "
-                         f"{sorted(ds.manifest.columns)}")
-    found = sorted(ds.manifest[params.column].astype(str).unique())
+    column = _column(ds.manifest, params.column, params.dataset_dir)
+    found = sorted(column.unique())
     missing = [v for v in params.values if v not in found]
     if missing:
         raise InputError(f"{params.dataset_dir}: no clip has {params.column} {missing}; values are {found}")
     out = []
     for value in params.values:
-        rows = ds.manifest[ds.manifest[params.column].astype(str) == value]
+        rows = ds.manifest[column == value]
         parts = []
         for split in SPLITS:
             part = rows[rows["split"] == split]
@@ -136,6 +135,18 @@ def column_subsets(params: ColumnSubsetParams) -> list[Path]:
                                  {"column": params.column, "value": value, "max_clips": params.max_clips,
                                   "seed": params.seed}))
     return out
+
+
+def _column(manifest: pd.DataFrame, name: str, where: str | Path) -> pd.Series:
+    """Each clip's ``name`` as text: the manifest column, else the key of its ``meta`` record."""
+    if name in manifest.columns:
+        return manifest[name].astype(str)
+    metas = manifest["meta"] if "meta" in manifest.columns else pd.Series([{}] * len(manifest))
+    values = metas.map(lambda m: m.get(name) if isinstance(m, dict) else None)
+    if values.isna().all():
+        raise InputError(f"{where}: no column {name!r} in its manifest and no {name!r} in its clips' meta; "
+                         f"columns are {sorted(manifest.columns)}")
+    return values.astype(str)
 
 
 def ds_source(dataset_dir: str | Path) -> str:

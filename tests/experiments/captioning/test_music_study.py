@@ -4,13 +4,11 @@ summary rows, and no part in the champion selection."""
 from __future__ import annotations
 
 import pytest
+from caption_fixtures import SUBSET_TRAIN as TRAIN
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
 from clapcap.config import ConfigError, from_dict
 from clapcap.experiments.captioning import study as exp
-
-TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
-         "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
 
 
 @pytest.fixture(scope="module")

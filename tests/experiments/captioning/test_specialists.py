@@ -5,13 +5,11 @@ selection."""
 from __future__ import annotations
 
 import pytest
+from caption_fixtures import SUBSET_TRAIN as TRAIN
 from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
 
 from clapcap.config import ConfigError, from_dict
 from clapcap.experiments.captioning import study as exp
-
-TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 1, "lr_projection": 3e-3},
-         "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +98,25 @@ def test_a_subset_needs_its_baseline_among_its_encoders():
         from_dict(exp.CaptioningParams, {"specialists": {"speech": {"dataset_dir": "d", "baseline": "yamnet",
                                                                     "encoders": {"whisper": {"dump": "p"}}}}})
 
+
+def test_the_real_studys_stages_write_the_runs_it_plans():
+    """dvc.yaml's real_caption_specialist names its outputs by hand (encoder names differ per
+    family): they must be the runs ``specialists`` plans, or DVC would lose or miss results."""
+    from pathlib import Path
+
+    import yaml
+
+    from clapcap.config import load_section
+    from clapcap.experiments.captioning.plan import subset_specs
+
+    root = Path(__file__).resolve().parents[3]
+    params = load_section(exp.CaptioningParams, "real_captioning_study", root / "params.yaml")
+    stage = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]["real_caption_specialist"]
+    assert set(stage["foreach"]) == set(params.specialists)
+    for family, item in stage["foreach"].items():
+        outs = {next(iter(o)) if isinstance(o, dict) else o for o in stage["do"]["outs"]}
+        outs = {o.replace("${key}", family).replace("${item.encoder}", item["encoder"]) for o in outs}
+        planned = {p for s in subset_specs(params, family) for p in (f"{params.out_dir}/runs/{s.name}",
+                                                                     f"{params.out_dir}/results/{s.name}.json")}
+        assert outs == planned, family
+        assert item["encoder"] in params.specialists[family].encoders

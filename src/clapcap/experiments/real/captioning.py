@@ -37,6 +37,7 @@ from clapcap.data.prepare import load_dataset
 from clapcap.errors import InputError
 from clapcap.evaluation.captioning_metrics import score_captions
 from clapcap.evaluation.leakage import LeakageParams, decide_leakage
+from clapcap.experiments.captioning.findings import unseen_test_clips
 from clapcap.experiments.real.clap import load_features
 from clapcap.reference.baselines import nearest_caption_predictions
 from clapcap.utils.io import read_json, write_json
@@ -109,13 +110,6 @@ def label_captions(f: dict[str, np.ndarray], clip_ids: list[str], min_ratio: flo
     return out
 
 
-def _overlap_flags(manifest: Any) -> dict[str, bool]:
-    train = {c for caps in manifest.loc[manifest["split"] == "train", "captions"] for c in caps}
-    test = manifest[manifest["split"] == "test"]
-    return {str(cid): any(c in train for c in caps) for cid, caps in zip(test["clip_id"], test["captions"],
-                                                                          strict=True)}
-
-
 def run_real_caption_refs(params: RealCaptionRefsParams) -> dict[str, Any]:
     """Reference captioners, every system's scores and the overlap check; writes
     ``predictions_<name>.json``, ``scores.json``, ``summary.json`` (DVC metrics: numbers only)
@@ -140,7 +134,8 @@ def run_real_caption_refs(params: RealCaptionRefsParams) -> dict[str, Any]:
         s = score_captions(preds, refs, metrics=params.metrics)
         scores["systems"][name] = {"corpus": s["corpus"], "unavailable": s["unavailable"]}
         per_clip[name] = {c: v[params.overlap.metric] for c, v in s["per_clip"].items()}
-    flags = _overlap_flags(manifest)
+    unseen = unseen_test_clips(manifest)  # the findings' unseen clips: the same split of the test clips
+    flags = {c: c not in unseen for c in refs}
     scores["overlap"] = {"clips_with_a_training_caption": int(sum(flags.values())),
                          "systems": {n: {k: v for k, v in decide_leakage(pc, flags, params=params.overlap).items()
                                          if k not in ("seen", "held_out")} | {
