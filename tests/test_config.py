@@ -126,6 +126,7 @@ SECTION_CLASSES = {
     "embed_pretrained": "clapcap.encoders.config:EmbedPretrainedParams",
     "music_subset": "clapcap.data.subset:SubsetParams",
     "real_subsets": "clapcap.data.subset:ColumnSubsetParams",
+    "real_caption_vocab": "clapcap.experiments.captioning.vocab:CaptionVocabParams",
     "real_embed_pretrained": "clapcap.encoders.config:EmbedPretrainedParams",
     "pairwise": "clapcap.experiments.pairwise.study:PairwiseStudyParams",
     "reference": "clapcap.reference.config:ReferenceParams",

@@ -72,6 +72,10 @@ def test_vocab_is_a_run_per_configuration_and_one_for_the_references(mlflow_uri)
     assert runs["captioning/references/vocab"]["test/vocab"] == 100.0
     parents = {mlflow.get_run(i).data.tags.get("mlflow.parentRunId") for i in ids}
     assert len(parents) == 1 and mlflow.get_run(parents.pop()).info.run_name == "captioning/vocab"
+    real = log_vocab(record, experiment="clapcap-test-vocab", prefix="real_captioning")  # same experiment
+    assert {mlflow.get_run(i).info.run_name for i in real} == {
+        "real_captioning/gpt2/vocab", "real_captioning/decoding_gpt2_beam3/vocab", "real_captioning/references/vocab"}
+    assert not set(real) & set(ids)  # its own runs, not the synthetic study's
 
 
 def test_pipeline_vs_reference_per_subset(mlflow_uri):

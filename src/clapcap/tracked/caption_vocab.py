@@ -11,15 +11,16 @@ from clapcap import tracking
 
 
 def log_vocab(record: dict[str, Any], *, experiment: str, enabled: bool = True,
-              dataset_dir: str | Path | None = None) -> list[str]:
-    """Log ``vocab.json``: a run ``captioning/<configuration>/vocab`` per configuration (the
+              dataset_dir: str | Path | None = None, prefix: str = "captioning") -> list[str]:
+    """Log ``vocab.json``: a run ``<prefix>/<configuration>/vocab`` per configuration (the
     mean over its seeds: ``test/vocab_mean``, ``test/mean_words_mean``, ..., and the std where
-    there are seeds to take it over) and ``captioning/references/vocab`` for the references,
-    all nested under one parent ``captioning/vocab``: the runs table shows one collapsed row
-    for the analysis instead of one short run per configuration above the trainings."""
+    there are seeds to take it over) and ``<prefix>/references/vocab`` for the references,
+    all nested under one parent ``<prefix>/vocab``: the runs table shows one collapsed row
+    for the analysis instead of one short run per configuration above the trainings. The
+    prefix names the study (``captioning``, ``real_captioning``), which share an experiment."""
     if not enabled:
         return []
-    parent = tracking.group_run(experiment, "captioning/vocab", stage="caption_vocab",
+    parent = tracking.group_run(experiment, f"{prefix}/vocab", stage="caption_vocab",
                                 params={"configurations": len(record["configs"])}, dataset_dir=dataset_dir)
     ids = []
     rows = {config: {stat: {k: v[stat] for k, v in row.items() if isinstance(v, dict)} for stat in ("mean", "std")}
@@ -27,13 +28,13 @@ def log_vocab(record: dict[str, Any], *, experiment: str, enabled: bool = True,
     for config, stats in rows.items():
         label = config.replace("/", "_")
         with tracking.tracked("caption_vocab", experiment=experiment,
-                              name=tracking.run_name("captioning", label, "vocab"),
+                              name=tracking.run_name(prefix, label, "vocab"),
                               params={"configuration": config, "n_seeds": record["configs"][config]["n_seeds"]},
                               dataset_dir=dataset_dir, parent=parent) as run:
             for stat, values in stats.items():
                 tracking.log_metrics({k: v for k, v in values.items() if v is not None}, scope="test", stat=stat)
             ids.append(run.info.run_id)
-    with tracking.tracked("caption_vocab", experiment=experiment, name="captioning/references/vocab",
+    with tracking.tracked("caption_vocab", experiment=experiment, name=f"{prefix}/references/vocab",
                           params={"configuration": "references"}, dataset_dir=dataset_dir, parent=parent) as run:
         tracking.log_metrics(record["references"], scope="test")
         ids.append(run.info.run_id)
@@ -46,5 +47,6 @@ def run_vocab(params: Any) -> dict[str, Any]:
     from clapcap.experiments.captioning.vocab import vocab_study
 
     record = vocab_study(params)
-    log_vocab(record, experiment=params.experiment, enabled=params.track, dataset_dir=params.dataset_dir)
+    log_vocab(record, experiment=params.experiment, enabled=params.track, dataset_dir=params.dataset_dir,
+              prefix=params.run_prefix)
     return record

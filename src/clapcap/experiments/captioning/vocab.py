@@ -100,7 +100,7 @@ def summarize(runs: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, An
 
 @dataclass
 class CaptionVocabParams:
-    """Section ``caption_vocab``."""
+    """Sections ``caption_vocab`` and ``real_caption_vocab`` (the real corpus's study)."""
 
     captioning_dir: str = "results/captioning"
     dataset_dir: str = "data/corpus"
@@ -109,6 +109,7 @@ class CaptionVocabParams:
     # MLflow (clapcap.tracked.caption_vocab.run_vocab): one run per configuration
     track: bool = True
     experiment: str = "clapcap-captioning"
+    run_prefix: str = "captioning"  # the MLflow runs' names: <run_prefix>/<configuration>/vocab
 
 
 def vocab_study(params: CaptionVocabParams) -> dict[str, Any]:
