@@ -61,7 +61,14 @@ def test_beam_search_with_length_penalty(overfit):
     model, x = overfit
     beams = {lp: generate_captions(model, x, DecodingConfig(strategy="beam", num_beams=3, length_penalty=lp,
                                                             max_new_tokens=80)) for lp in (-2.0, 1.0, 2.0)}
-    assert sum(a == c for a, c in zip(beams[1.0], CAPTIONS, strict=True)) >= 2
+    # At least one of the three memorised captions. On three captions many pieces tie in
+    # frequency, and the tokenizers library's Unigram trainer numbers tied pieces in an order
+    # that changes between processes (measured: three builds, three numberings), so the overfit
+    # T5 model, and which hypothesis beam search ranks first, differ between test processes. In
+    # 18 fixtures beam kept 3, 2 or (once) 1 of the 3 captions; CI (2026-12-06) drew the 1
+    # against a bound of 2. A broken beam search keeps none. (The study's T5 tokenizer, trained
+    # on thousands of captions, has rebuilt byte-identically in every fresh-clone build.)
+    assert sum(a == c for a, c in zip(beams[1.0], CAPTIONS, strict=True)) >= 1
     # a higher length penalty never prefers a shorter finished hypothesis
     assert all(len(a) >= len(b) for a, b in zip(beams[2.0], beams[-2.0], strict=True))
 
