@@ -23,6 +23,29 @@ SUBSET_TRAIN = {"batch_size": 32, "lm_pretrain_epochs": 1, "stage1": {"epochs": 
                 "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
 
 
+def corpus_with_dumps(tmp: Path, *, n_clips: int, music_fraction: float, encoders: list[str]) -> tuple[Path, dict]:
+    """A synthetic corpus in ``tmp/corpus`` (1-2 s clips) and a random dump per name of
+    ``encoders``: the start of the subset-encoder studies' fixtures (music, specialists)."""
+    from clapcap.data.config import DataParams
+    from clapcap.data.prepare import prepare_data
+    from clapcap.data.synth import SynthConfig
+
+    corpus = tmp / "corpus"
+    prepare_data(DataParams(out_dir=str(corpus), synthetic=SynthConfig(n_clips=n_clips, seed=2, min_duration_s=1.0,
+                                                                       max_duration_s=2.0,
+                                                                       music_fraction=music_fraction)),
+                 progress=False)
+    return corpus, {name: str(make_dump(corpus, tmp / f"{name}.npz", seed=i)) for i, name in enumerate(encoders)}
+
+
+def subset_study_section(corpus: Path, dump: str, out: Path, **sections) -> dict:
+    """A captioning section for a subset-encoder study: one tiny GPT-2 at stage 1, no LR
+    search, noise seeds 0 and 1, no tracking; ``sections`` adds the study's own part."""
+    return {"dataset_dir": str(corpus), "dump": dump, "out_dir": str(out), "lms": ["gpt2"],
+            "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": SUBSET_TRAIN},
+            "use_lr_search": False, "noise_seeds": [0, 1], "track": False, "progress": False, **sections}
+
+
 def _word_vector(word: str, dim: int) -> np.ndarray:
     return np.random.default_rng(zlib.crc32(word.encode())).standard_normal(dim)
 

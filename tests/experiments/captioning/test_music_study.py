@@ -4,8 +4,7 @@ summary rows, and no part in the champion selection."""
 from __future__ import annotations
 
 import pytest
-from caption_fixtures import SUBSET_TRAIN as TRAIN
-from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
+from caption_fixtures import corpus_with_dumps, fake_score_captions, subset_study_section
 
 from clapcap.config import ConfigError, from_dict
 from clapcap.experiments.captioning import study as exp
@@ -15,27 +14,17 @@ from clapcap.experiments.captioning import study as exp
 def music_study(tmp_path_factory):
     import torch
 
-    from clapcap.data.config import DataParams
-    from clapcap.data.prepare import prepare_data
     from clapcap.data.subset import subset_dataset
-    from clapcap.data.synth import SynthConfig
 
     torch.set_num_threads(1)
     mp = pytest.MonkeyPatch()
     mp.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     tmp = tmp_path_factory.mktemp("music_study")
-    corpus = tmp / "corpus"
-    prepare_data(DataParams(out_dir=str(corpus), synthetic=SynthConfig(n_clips=30, seed=2, min_duration_s=1.0,
-                                                                       max_duration_s=2.0, music_fraction=0.7)),
-                 progress=False)
+    corpus, dumps = corpus_with_dumps(tmp, n_clips=30, music_fraction=0.7, encoders=["clap", "other"])
     music = subset_dataset(corpus, tmp / "music", source="synthetic_music")
-    dumps = {name: str(make_dump(corpus, tmp / f"{name}.npz", seed=i)) for i, name in enumerate(["clap", "other"])}
-    params = from_dict(exp.CaptioningParams, {
-        "dataset_dir": str(corpus), "dump": dumps["clap"], "out_dir": str(tmp / "out"), "lms": ["gpt2"],
-        "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": TRAIN}, "use_lr_search": False,
-        "noise_seeds": [0, 1], "track": False, "progress": False,
-        "music": {"dataset_dir": str(music), "baseline": "clap", "seeds": [0, 1],
-                  "encoders": {"clap": {"dump": dumps["clap"]}, "other": {"dump": dumps["other"]}}}})
+    params = from_dict(exp.CaptioningParams, subset_study_section(corpus, dumps["clap"], tmp / "out", music={
+        "dataset_dir": str(music), "baseline": "clap", "seeds": [0, 1],
+        "encoders": {"clap": {"dump": dumps["clap"]}, "other": {"dump": dumps["other"]}}}))
     records = exp.run_ablation(params, "music")
     yield params, records, music
     mp.undo()

@@ -5,8 +5,7 @@ selection."""
 from __future__ import annotations
 
 import pytest
-from caption_fixtures import SUBSET_TRAIN as TRAIN
-from caption_fixtures import TINY_MODEL, fake_score_captions, make_dump
+from caption_fixtures import corpus_with_dumps, fake_score_captions, subset_study_section
 
 from clapcap.config import ConfigError, from_dict
 from clapcap.experiments.captioning import study as exp
@@ -16,31 +15,20 @@ from clapcap.experiments.captioning import study as exp
 def specialist_study(tmp_path_factory):
     import torch
 
-    from clapcap.data.config import DataParams
-    from clapcap.data.prepare import prepare_data
     from clapcap.data.subset import ColumnSubsetParams, column_subsets
-    from clapcap.data.synth import SynthConfig
 
     torch.set_num_threads(1)
     mp = pytest.MonkeyPatch()
     mp.setattr("clapcap.captioning.evaluate.score_captions", fake_score_captions)
     tmp = tmp_path_factory.mktemp("specialists")
-    corpus = tmp / "corpus"
-    prepare_data(DataParams(out_dir=str(corpus), synthetic=SynthConfig(n_clips=40, seed=2, min_duration_s=1.0,
-                                                                       max_duration_s=2.0, music_fraction=0.5)),
-                 progress=False)
+    corpus, dumps = corpus_with_dumps(tmp, n_clips=40, music_fraction=0.5, encoders=["base", "spec"])
     music, general = column_subsets(ColumnSubsetParams(dataset_dir=str(corpus), out_dir=str(tmp / "subsets"),
                                                        column="source", values=["synthetic_music", "synthetic"],
                                                        max_clips={"train": 8}))
-    dumps = {name: str(make_dump(corpus, tmp / f"{name}.npz", seed=i)) for i, name in enumerate(["base", "spec"])}
     encoders = {"base": {"dump": dumps["base"]}, "spec": {"dump": dumps["spec"]}}
-    params = from_dict(exp.CaptioningParams, {
-        "dataset_dir": str(corpus), "dump": dumps["base"], "out_dir": str(tmp / "out"), "lms": ["gpt2"],
-        "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": TRAIN}, "use_lr_search": False,
-        "noise_seeds": [0, 1], "track": False, "progress": False,
-        "specialists": {"music": {"dataset_dir": str(music), "baseline": "base", "seeds": [0, 1], "encoders": encoders},
-                        "general": {"dataset_dir": str(general), "baseline": "base", "seeds": [0, 1],
-                                    "encoders": encoders}}})
+    params = from_dict(exp.CaptioningParams, subset_study_section(corpus, dumps["base"], tmp / "out", specialists={
+        "music": {"dataset_dir": str(music), "baseline": "base", "seeds": [0, 1], "encoders": encoders},
+        "general": {"dataset_dir": str(general), "baseline": "base", "seeds": [0, 1], "encoders": encoders}}))
     records = exp.run_ablation(params, "subset", name="music")
     yield params, records, music, general
     mp.undo()
