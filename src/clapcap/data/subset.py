@@ -59,13 +59,15 @@ def subset_dataset(src_dir: str | Path, out_dir: str | Path, *, source: str) -> 
     if rows.empty:
         found = sorted(ds.manifest["source"].astype(str).unique())
         raise InputError(f"{src_dir}: no clip has source {source!r}; sources are {found}")
-    return _write_subset(src_dir, rows, out_dir, source, {"source": source})
+    return _write_subset(src_dir, rows, out_dir, source, {"source": source}, root=ds.root,
+                         fingerprint=dataset_fingerprint(src_dir))
 
 
 def _write_subset(src_dir: str | Path, rows: pd.DataFrame, out_dir: str | Path, source: str,
-                  how: dict[str, Any]) -> Path:
+                  how: dict[str, Any], *, root: Path, fingerprint: str) -> Path:
     """Write ``rows`` of dataset ``src_dir`` as the dataset ``out_dir`` (``source`` recorded as
-    its source; ``how``: what picked the rows, recorded beside the parent's fingerprint)."""
+    its source; ``how``: what picked the rows, recorded beside the parent's ``fingerprint``;
+    ``root``: the parent's audio folder, which the subset's ``dataset.json`` points at)."""
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     counts = {split: int((rows["split"] == split).sum()) for split in SPLITS}
     empty = [s for s, n in counts.items() if n == 0]
@@ -73,10 +75,9 @@ def _write_subset(src_dir: str | Path, rows: pd.DataFrame, out_dir: str | Path, 
         raise InputError(f"{src_dir}: the subset {how} has no clips in split(s) {empty}: {counts}")
     out_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(rows, out_dir / "manifest.csv")
-    root = Path(os.path.relpath(load_dataset(src_dir).root.resolve(), out_dir.resolve())).as_posix()
-    write_json(out_dir / "dataset.json", {"root": root, "source": source, "n_clips": len(rows),
-                                          "split_counts": counts,
-                                          "subset_of": {"fingerprint": dataset_fingerprint(src_dir), **how}})
+    rel_root = Path(os.path.relpath(Path(root).resolve(), out_dir.resolve())).as_posix()
+    write_json(out_dir / "dataset.json", {"root": rel_root, "source": source, "n_clips": len(rows),
+                                          "split_counts": counts, "subset_of": {"fingerprint": fingerprint, **how}})
     logger.info("%s: %d clips of %s (%s) -> %s", src_dir, len(rows), how, counts, out_dir)
     return out_dir
 
@@ -114,7 +115,9 @@ def column_subsets(params: ColumnSubsetParams) -> list[Path]:
         InputError: when the dataset has no such column, a value matches no clip, or a split of
             a subset would be empty.
     """
+    # The parent is read and fingerprinted once, not once per subset.
     ds = load_dataset(params.dataset_dir)
+    fingerprint, source = dataset_fingerprint(params.dataset_dir), ds_source(params.dataset_dir)
     column = _column(ds.manifest, params.column, params.dataset_dir)
     found = sorted(column.unique())
     missing = [v for v in params.values if v not in found]
@@ -131,9 +134,9 @@ def column_subsets(params: ColumnSubsetParams) -> list[Path]:
                 part = part.sample(n=cap, random_state=params.seed).sort_index()
             parts.append(part)
         picked = pd.concat(parts).sort_index().reset_index(drop=True)
-        out.append(_write_subset(params.dataset_dir, picked, Path(params.out_dir) / value, ds_source(params.dataset_dir),
+        out.append(_write_subset(params.dataset_dir, picked, Path(params.out_dir) / value, source,
                                  {"column": params.column, "value": value, "max_clips": params.max_clips,
-                                  "seed": params.seed}))
+                                  "seed": params.seed}, root=ds.root, fingerprint=fingerprint))
     return out
 
 

@@ -116,7 +116,8 @@ def _captioning_table(caps: dict[str, Any]) -> Table:
     return Table(f"{TITLE}: captioning", rows, CAPTION_METRICS, notes=[
         f"Test split: {caps['n_test_clips']} clips; mean ± sample std over training seeds. gpt2: GPT-2 from "
         "scratch, stages 1 and 2; smollm2: SmolLM2-135M, stage 1 with the LM frozen; encoder_<enc>_gpt2_s1 / "
-        "_s12: GPT-2 at stage 1 / through stages 1 and 2 on the tower CLAP (default) or YAMNet's embedding. "
+        "_s12: GPT-2 at stage 1 / through stages 1 and 2 on the tower CLAP (default) or YAMNet's embedding (the "
+        "tower CLAP through stages 1 and 2 is the gpt2 row). "
         f"{caps['overlapping_clips']} test clips have a reference caption that also captions a training "
         "clip; the scores rest on them (docs/captioning.md, findings real_captioning.*)."])
 

@@ -3,6 +3,7 @@ findings over seeds (fake scorer)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from clapcap.config import ConfigError, from_dict, load_section
 from clapcap.evaluation.conclusions import load_conclusions
 from clapcap.experiments.captioning import findings as fnd
 from clapcap.experiments.captioning import study as exp
+from clapcap.experiments.captioning.plan import encoder_result_name, encoder_twin
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -121,7 +123,6 @@ def test_rerun_skips_finished_configs(study, monkeypatch):
 
 
 def test_a_decoding_config_added_to_the_grid_runs_alone(study, monkeypatch, tmp_path):
-    import dataclasses
     import shutil
 
     params = study[0]
@@ -305,7 +306,6 @@ def test_stale_captions_fail_loudly(study, tmp_path):
 
 
 def test_missing_inputs_and_one_seed_are_refused(study, tmp_path):
-    import dataclasses
 
     params = _with_reference(study[0], tmp_path)
     with pytest.raises(fnd.FindingsInputError, match="at least one LM with two"):
@@ -342,8 +342,19 @@ def test_pipeline_findings_per_subset_are_scored_within_the_subset(study, tmp_pa
 def test_encoder_rows_also_run_through_stage_2_when_asked(tiny_corpus, tmp_path):
     params = make_params(tiny_corpus, tmp_path, encoder_stage2=True)
     specs = {s.name: s.stages for s in exp.encoder_specs(params)}
-    assert specs == {"encoder_default_gpt2_s1_seed0": [1], "encoder_default_gpt2_s12_seed0": [1, 2],
-                     "encoder_frames_gpt2_s1_seed0": [1], "encoder_frames_gpt2_s12_seed0": [1, 2]}
+    # The default encoder through GPT-2's own stages at a baseline seed is the run gpt2_seed0.
+    assert specs == {"encoder_default_gpt2_s1_seed0": [1], "encoder_frames_gpt2_s1_seed0": [1],
+                     "encoder_frames_gpt2_s12_seed0": [1, 2]}
+    assert encoder_twin(params, "default", 0, [1, 2]) == "gpt2_seed0"
+    assert encoder_result_name(params, "default", 0, [1, 2]) == "gpt2_seed0"
+    assert encoder_result_name(params, "frames", 0, [1, 2]) == "encoder_frames_gpt2_s12_seed0"
+    # Not a twin: a seed the LM's baseline does not run, or other stages than the LM's.
+    off_seed = dataclasses.replace(params, encoder_seeds=[5])
+    assert "encoder_default_gpt2_s12_seed5" in {s.name for s in exp.encoder_specs(off_seed)}
+    stage1_lm = dataclasses.replace(params, train={**params.train, "gpt2": dataclasses.replace(
+        params.train["gpt2"], stages=[1])})
+    assert encoder_twin(stage1_lm, "default", 0, [1, 2]) is None
+    assert encoder_twin(stage1_lm, "default", 0, [1]) == "gpt2_seed0"
     assert {s.name for s in exp.encoder_specs(make_params(tiny_corpus, tmp_path))} == {
         "encoder_default_gpt2_s1_seed0", "encoder_frames_gpt2_s1_seed0"}
     records = exp.run_ablation(params, "encoder", name="frames")
@@ -351,7 +362,6 @@ def test_encoder_rows_also_run_through_stage_2_when_asked(tiny_corpus, tmp_path)
 
 
 def test_a_one_seed_lm_takes_the_noise_floor_of_the_lm_with_most_seeds(study, tmp_path):
-    import dataclasses
 
     params = dataclasses.replace(_with_reference(study[0], tmp_path), lm_seeds={"t5": [0]}, arch_lms=[])
     found = {f["id"]: f for f in fnd.run_findings(params)}
@@ -374,8 +384,6 @@ def test_unseen_test_clips_have_no_training_caption():
 def test_real_study_findings_name_stage2_and_unseen_clips(study, tmp_path):
     """The real corpus's study: its own ids, no trivial row, the encoder rows through stage 2
     with the narrowing of the stage-1 gap, and every pipeline finding again on unseen clips."""
-    import dataclasses
-
     params = dataclasses.replace(_with_reference(study[0], tmp_path), encoder_stage2=True, arch_lms=[])
     exp.run_ablation(params, "encoder")  # the stage-1 rows exist: this trains the stage-2 ones
     real = fnd.STUDIES["real_captioning_study"]
@@ -394,7 +402,10 @@ def test_real_study_findings_name_stage2_and_unseen_clips(study, tmp_path):
         return json.loads((out / "results" / f"{name}.json").read_text())["test"]["corpus"]["cider_d"]
 
     s1 = {e: corpus(f"encoder_{e}_gpt2_s1_seed0") for e in ("default", "frames")}
-    s12 = {e: corpus(f"encoder_{e}_gpt2_s12_seed0") for e in ("default", "frames")}
+    # The default encoder's stage-1+2 row is GPT-2's baseline run (encoder_twin), not trained again.
+    assert not (out / "results" / "encoder_default_gpt2_s12_seed0.json").exists()
+    s12 = {"default": corpus("gpt2_seed0"), "frames": corpus("encoder_frames_gpt2_s12_seed0")}
+    assert found["real_captioning.encoder.default.vs_frames.stage2"]["a"] == pytest.approx(s12["default"], abs=1e-9)
     lead, other = ("frames", "default") if s1["frames"] > s1["default"] else ("default", "frames")
     narrows = found["real_captioning.encoder.frames.stage2_narrows"]
     assert narrows["a"] == pytest.approx(s1[lead] - s1[other], abs=1e-9) and narrows["a"] >= 0

@@ -19,7 +19,9 @@ finding (id)                                sides
 ``captioning.encoder.default.vs_<enc>``     stage-1 runs over ``encoder_seeds`` (paired;
                                             one seed: the encoder LM's noise floor)
 ``...encoder.default.vs_<enc>.stage2``      the same through stages 1 and 2 (with
-                                            ``encoder_stage2``)
+                                            ``encoder_stage2``; the default encoder's row
+                                            there is the encoder LM's baseline run when
+                                            it is that config: ``plan.encoder_twin``)
 ``...encoder.<enc>.stage2_narrows``         with ``encoder_stage2``: the stage-1 leader's
                                             per-clip lead (leader minus the other, the
                                             leader picked by the stage-1 means) is larger
@@ -79,7 +81,7 @@ from clapcap.evaluation.seed_bootstrap import SeedScores
 from clapcap.experiments.captioning.config import CaptioningParams, MusicEncoderStudy
 from clapcap.experiments.captioning.plan import (
     arch_specs,
-    encoder_run_name,
+    encoder_result_name,
     lm_specs,
     music_run_name,
     subset_run_name,
@@ -231,7 +233,7 @@ def _encoder_findings(params: CaptioningParams, scorer: _Scorer, lm_scores: dict
     if not seeds:  # the all-clips encoder ablation is not in this study
         return []
     stages = {"s1": [1], **({"s12": [1, 2]} if params.encoder_stage2 else {})}
-    scores = {(enc, st): _run_scores(params, scorer, [encoder_run_name(enc, lm, s, stages[st]) for s in seeds])
+    scores = {(enc, st): _run_scores(params, scorer, [encoder_result_name(params, enc, s, stages[st]) for s in seeds])
               for enc in ["default", *params.encoders] for st in stages}
     # One encoder seed: the stand-in floor is the encoder LM's two-stage baseline over its
     # noise seeds (stage-1 runs have no seed study of their own then).

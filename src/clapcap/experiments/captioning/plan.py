@@ -66,12 +66,35 @@ def arch_specs(params: CaptioningParams, lm: str) -> list[RunSpec]:
 
 def encoder_specs(params: CaptioningParams) -> list[RunSpec]:
     """Stage-1 runs of ``encoder_lm`` for the default dump and every extra encoder, per
-    ``encoder_seeds`` seed (none without seeds); with ``encoder_stage2``, also stages 1 and 2."""
+    ``encoder_seeds`` seed (none without seeds); with ``encoder_stage2``, also stages 1 and 2.
+    A row that is an LM-axis run's configuration exactly (:func:`encoder_twin`) is left out:
+    its results are that run's."""
     params.check_lm(params.encoder_lm)
     encoders = {"default": EncoderSpec(params.dump, params.embedding_key), **params.encoders}
     return [RunSpec(encoder_run_name(name, params.encoder_lm, seed, stages), "encoder", params.encoder_lm, seed,
                     stages=stages, dump=enc.dump, embedding_key=enc.embedding_key) for name, enc in encoders.items()
-            for seed in params.encoder_seeds for stages in ([[1], [1, 2]] if params.encoder_stage2 else [[1]])]
+            for seed in params.encoder_seeds for stages in ([[1], [1, 2]] if params.encoder_stage2 else [[1]])
+            if encoder_twin(params, name, seed, stages) is None]
+
+
+def encoder_twin(params: CaptioningParams, encoder: str, seed: int, stages: list[int]) -> str | None:
+    """The LM-axis run whose configuration the encoder row is, or None.
+
+    The ``default`` encoder's row through the encoder LM's own stages (``train.<lm>.stages``), at
+    one of that LM's baseline seeds, trains the LM's baseline config on the same dump and key,
+    at the same learning rates and seed: it is the run ``<lm>_seed<k>``, so it is not trained
+    twice. (On the real corpus, GPT-2's stage-1+2 encoder row was its LM row again: every
+    score, history and best epoch equal, measured 2026-12-06.)
+    """
+    lm = params.encoder_lm
+    if encoder != "default" or lm not in params.lms or seed not in params.seeds_for(lm):
+        return None
+    return baseline_run_name(lm, seed) if list(params.train[lm].stages) == list(stages) else None
+
+
+def encoder_result_name(params: CaptioningParams, encoder: str, seed: int, stages: list[int]) -> str:
+    """The run whose results answer an encoder row: its own, or its LM-axis twin's."""
+    return encoder_twin(params, encoder, seed, stages) or encoder_run_name(encoder, params.encoder_lm, seed, stages)
 
 
 def encoder_run_name(encoder: str, lm: str, seed: int, stages: list[int] | None = None) -> str:
