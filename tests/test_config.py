@@ -102,6 +102,7 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
+    "pretrained_lms": "clapcap.captioning.pretrained_lms:PretrainedLMsParams",
     "metrics_summary": "clapcap.reporting.summary_metrics:MetricsSummaryParams",
     "caption_subsets": "clapcap.experiments.captioning.config:CaptionSubsetParams",
     "robust_view_source": "clapcap.experiments.robust.view_source:ViewSourceParams",
@@ -241,3 +242,18 @@ def test_cli_refuses_bad_split_fractions_before_any_work(tmp_path, capsys):
     assert err == [f"clapcap: error: {params}:3: data.split_fractions: expected fractions that sum to 1, found "
                    "{'train': 0.6, 'test': 0.2} (sum 0.8)"]
     assert not (tmp_path / "corpus").exists()
+
+
+def test_decoding_seeds_and_pretrained_lms_are_checked_at_load():
+    from clapcap.captioning.pretrained_lms import PretrainedLMsParams
+    from clapcap.experiments.captioning.config import CaptioningParams
+
+    ok = from_dict(CaptioningParams, {"noise_seeds": [0, 1], "decoding_seeds": [1]})
+    assert ok.decoding_seeds == [1] and from_dict(CaptioningParams, {}).decoding_seeds is None
+    with pytest.raises(ConfigError, match=r"decoding_seeds: \[2\] are not noise_seeds"):
+        from_dict(CaptioningParams, {"noise_seeds": [0, 1], "decoding_seeds": [2]})
+    assert from_dict(PretrainedLMsParams, {"convert": {"gemma3": "models/g"}}).convert == {"gemma3": "models/g"}
+    with pytest.raises(ConfigError, match="not pretrained LMs this project converts"):
+        from_dict(PretrainedLMsParams, {"convert": {"llama": "models/l"}})
+    with pytest.raises(ConfigError, match="no output folder"):
+        from_dict(PretrainedLMsParams, {"convert": {"gemma3": " "}})

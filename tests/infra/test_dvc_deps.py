@@ -154,6 +154,12 @@ def test_every_stage_param_exists_in_params_yaml():
             keys = [k.replace("${key}", item) for k in keys for item in (tree if "${key}" in k else [""])]
         elif isinstance(foreach, dict):  # a dict written in dvc.yaml itself
             keys = [k.replace("${key}", item) for k in keys for item in (foreach if "${key}" in k else [""])]
+        if isinstance(foreach, str) and foreach.startswith("${") and any("${item}" in k for k in keys):
+            # A foreach over a list of params: each generated stage names its own item.
+            tree = params
+            for part in foreach[2:-1].split("."):
+                tree = tree[part]
+            keys = [k.replace("${item}", str(item)) for k in keys for item in (tree if "${item}" in k else [""])]
         absent = [k for k in keys if not _has_key(params, k)]
         if absent:
             missing[name] = absent

@@ -136,6 +136,9 @@ class CaptioningParams:
     decoding_ablation: dict[str, dict[str, Any]] = field(default_factory=lambda: {"greedy": {}})
     # The decoding configs run on the first noise seed's checkpoint (None: all of decoding_ablation).
     decoding_configs: list[str] | None = None
+    # The noise seeds whose checkpoints a decoding stage evaluates (None: every noise seed; the
+    # real corpus's study iterates it in dvc.yaml, empty where its decoding ablation does not run).
+    decoding_seeds: list[int] | None = None
     noise_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     # Per-LM training seeds that replace noise_seeds for that LM's baseline runs (a pretrained
     # LM costs ~20x a small one on a CPU: the reduced study runs it on fewer seeds).
@@ -191,6 +194,9 @@ class CaptioningParams:
                 continue
             if not seeds or len(set(seeds)) != len(seeds):
                 raise ValueError(f"lm_seeds.{lm}: expected at least one seed and no repeats, found {seeds}")
+        stray = [s for s in self.decoding_seeds or [] if s not in self.noise_seeds]
+        if stray:
+            raise ValueError(f"decoding_seeds: {stray} are not noise_seeds {self.noise_seeds}")
         if self.lr_search_lms is None:
             self.lr_search_lms = list(self.lms)
         stray = [lm for lm in self.lr_search_lms if lm not in self.lms]
