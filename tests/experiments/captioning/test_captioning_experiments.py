@@ -414,3 +414,31 @@ def test_real_study_findings_name_stage2_and_unseen_clips(study, tmp_path):
     unseen = fnd.unseen_test_clips(fnd.load_dataset(params.dataset_dir).manifest)
     f = found["real_captioning.pipeline.gpt2.vs_constant.unseen"]
     assert f["n_items"] == len(unseen) and "no training clip has" in f["statement"]
+
+
+def test_encoder_rows_can_train_at_their_own_search(tiny_corpus, tmp_path):
+    """encoder_lr_rows: a listed encoder row reads its own search (lr_check/<row>/search), the
+    default encoder and unlisted rows their LM's; an unfinished own search is refused, naming
+    its stage; a finished one's LRs are the run's."""
+    from clapcap.experiments.captioning.plan import lr_row, lr_source, run_configs
+    from clapcap.utils.io import write_json
+
+    params = make_params(tiny_corpus, tmp_path, use_lr_search=True, encoder_lr_rows=["encoder_frames"])
+    specs = {s.name: s for s in exp.encoder_specs(params)}
+    frames, default = specs["encoder_frames_gpt2_s1_seed0"], specs["encoder_default_gpt2_s1_seed0"]
+    out = Path(params.out_dir)
+    assert lr_row(frames) == "encoder_frames" and lr_row(default) == "encoder_default"
+    assert lr_source(params, frames) == out / "lr_check" / "encoder_frames" / "search"
+    assert lr_source(params, default) == out / "lr_search" / "gpt2"
+    with pytest.raises(ValueError, match=r"encoder_frames is in encoder_lr_rows.*run real_caption_lr_check@encoder_frames"):
+        run_configs(params, frames)
+    write_json(out / "lr_check" / "encoder_frames" / "search" / "best.json",
+               {"stage1_lr_projection": 0.123, "stage2_lr_projection": 0.0456, "stage2_lr_lm": 0.000789})
+    _, train = run_configs(params, frames)
+    assert (train.stage1.lr_projection, train.stage2.lr_projection, train.stage2.lr_lm) == (0.123, 0.0456, 0.000789)
+    shared = dataclasses.replace(params, encoder_lr_rows=[])
+    assert lr_source(shared, frames) == out / "lr_search" / "gpt2"
+    with pytest.raises(ConfigError, match="not encoder rows of the study"):
+        make_params(tiny_corpus, tmp_path, use_lr_search=True, encoder_lr_rows=["encoder_default"])
+    with pytest.raises(ConfigError, match="must be in lr_search_lms"):
+        make_params(tiny_corpus, tmp_path, use_lr_search=True, encoder_lr_rows=["encoder_frames"], lr_search_lms=["t5"])

@@ -162,6 +162,11 @@ class CaptioningParams:
     encoder_seeds: list[int] = field(default_factory=lambda: [0])
     # Also run each encoder row through stages 1 and 2 (runs ``encoder_<name>_<lm>_s12_seed<k>``).
     encoder_stage2: bool = False
+    # Encoder rows that train at the learning rates of their own search, on their own dump (and
+    # subset), instead of encoder_lm's: ``encoder_<encoder>`` or ``subset_<subset>_<encoder>``
+    # (plan.lr_row; each row's search is dvc.yaml's real_caption_lr_check@<row>). Empty: every
+    # encoder row trains at its LM's searched LRs.
+    encoder_lr_rows: list[str] = field(default_factory=list)
     music: MusicEncoderStudy = field(default_factory=MusicEncoderStudy)
     # The encoder axis on subsets where an encoder is specialised (the real corpus's speech for
     # Whisper, instruments for CREPE, effects for aisfx): subset name -> its study, shaped as the
@@ -206,6 +211,7 @@ class CaptioningParams:
             if train.device != "cpu":
                 raise ValueError(f"captioning.train.{lm}.device: the device is set by the compute section "
                                  f"(or CLAPCAP_DEVICE), not here; found {train.device!r}")
+        self._check_encoder_lr_rows()
         if self.arch_lr not in ("own", "shared"):
             raise ValueError(f"arch_lr: expected 'own' or 'shared', found {self.arch_lr!r}")
         if self.arch_lms is None:
@@ -222,6 +228,17 @@ class CaptioningParams:
                             where=f"decoding_ablation.{name}")
             self.decoding_ablation[name] = {k: getattr(cfg, k) for k in overrides}
         self._check_findings()
+
+    def _check_encoder_lr_rows(self) -> None:
+        rows = {f"encoder_{e}" for e in self.encoders} | {
+            f"subset_{sub}_{e}" for sub, study in self.specialists.items() for e in study.encoders}
+        stray = [r for r in self.encoder_lr_rows if r not in rows]
+        if stray:
+            raise ValueError(f"encoder_lr_rows: {stray} are not encoder rows of the study ({sorted(rows)}; the "
+                             f"default encoder trains at its LM's own search)")
+        if self.encoder_lr_rows and self.encoder_lm not in (self.lr_search_lms or []):
+            raise ValueError(f"encoder_lr_rows: a row's own search is compared with its LM's, so encoder_lm "
+                             f"{self.encoder_lm!r} must be in lr_search_lms {self.lr_search_lms}")
 
     def _check_findings(self) -> None:
         found = self.findings

@@ -145,15 +145,32 @@ def all_specs(params: CaptioningParams) -> list[RunSpec]:
     return specs + encoder_specs(params) + music_specs(params) + subset_specs(params)
 
 
+def lr_row(spec: RunSpec) -> str:
+    """An encoder or subset row's name for its own LR search: ``encoder_<encoder>`` or
+    ``subset_<subset>_<encoder>`` (the run's name without ``_<lm>_s<stages>_seed<k>``); its
+    configuration name for any other run."""
+    if spec.kind in ("encoder", "subset"):
+        return spec.name[:spec.name.rindex(f"_{spec.lm}_s")]
+    return spec.name.removesuffix(f"_seed{spec.seed}")
+
+
 def lr_source(params: CaptioningParams, spec: RunSpec) -> Path | None:
     """The LR search whose chosen learning rates ``spec`` trains with, or None (no search: the
-    ``train.<lm>`` LRs): an architecture row's own search (``<out_dir>/lr_check/<lm>_<row>/search``,
-    the ``caption_lr_check`` stage) when ``arch_lr`` is ``own``, else its LM's baseline search."""
+    ``train.<lm>`` LRs): a row's own search (``<out_dir>/lr_check/<row>/search``) for an
+    architecture row when ``arch_lr`` is ``own`` (the ``caption_lr_check`` stage, row
+    ``<lm>_<variant>``) and for an encoder or subset row in ``encoder_lr_rows`` (its
+    :func:`lr_row` name), else its LM's baseline search."""
     if not (params.use_lr_search and spec.lm in (params.lr_search_lms or [])):
         return None
-    if spec.kind == "arch" and params.arch_lr == "own":
-        return Path(params.out_dir) / "lr_check" / spec.name.removesuffix(f"_seed{spec.seed}") / "search"
+    if _own_search(params, spec):
+        return Path(params.out_dir) / "lr_check" / lr_row(spec) / "search"
     return Path(params.out_dir) / "lr_search" / spec.lm
+
+
+def _own_search(params: CaptioningParams, spec: RunSpec) -> bool:
+    if spec.kind == "arch":
+        return params.arch_lr == "own"
+    return spec.kind in ("encoder", "subset") and lr_row(spec) in params.encoder_lr_rows
 
 
 def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfig, TrainConfig]:
@@ -162,17 +179,20 @@ def run_configs(params: CaptioningParams, spec: RunSpec) -> tuple[CaptionerConfi
     and finished, the searched learning rates (:func:`lr_source`).
 
     Raises:
-        ValueError: when an architecture row should train at its own searched LR
-            (``arch_lr: own``) and that search has not finished.
+        ValueError: when a row should train at its own searched LR (``arch_lr: own``, or an
+            ``encoder_lr_rows`` row) and that search has not finished.
     """
     train = params.train[spec.lm]
     stage1, stage2 = train.stage1, train.stage2
     source = lr_source(params, spec)
     chosen = chosen_learning_rates(source) if source is not None else None
-    if chosen is None and source is not None and spec.kind == "arch" and params.arch_lr == "own":
+    if chosen is None and source is not None and _own_search(params, spec):
         row = source.parent.name
-        raise ValueError(f"{spec.name}: captioning.arch_lr is 'own', and the row's own LR search has not "
-                         f"finished ({source}/best.json); run caption_lr_check@{spec.lm}-{row.removeprefix(spec.lm + '_')}")
+        stage = (f"caption_lr_check@{spec.lm}-{row.removeprefix(spec.lm + '_')}" if spec.kind == "arch"
+                 else f"real_caption_lr_check@{row}")
+        why = "captioning.arch_lr is 'own'" if spec.kind == "arch" else f"{row} is in encoder_lr_rows"
+        raise ValueError(f"{spec.name}: {why}, and the row's own LR search has not finished "
+                         f"({source}/best.json); run {stage}")
     if chosen:
         stage1 = dataclasses.replace(stage1, lr_projection=chosen["stage1_lr_projection"])
         stage2 = dataclasses.replace(stage2, lr_projection=chosen["stage2_lr_projection"], lr_lm=chosen["stage2_lr_lm"])
