@@ -106,6 +106,10 @@ def test_the_full_study_adds_dvc_stages(project):
                                   "robust_paraphrase_llm@llm", "robust_view_source@llm", "real_caption_smollm2@1",
                                   "real_caption_smollm2@2", "robust_views@one_vs_two",
                                   "pretrained_lm@gemma3",
+                                  *(f"real_caption_lr_check@{row}" for row in (
+                                      "encoder_yamnet", "subset_speech_yamnet", "subset_speech_whisper_tiny_en",
+                                      "subset_instruments_yamnet", "subset_instruments_crepe_tiny",
+                                      "subset_effects_yamnet", "subset_effects_aisfx")),
                                   *(f"real_caption_lr_search@{lm}" for lm in ("t5", "smollm2", "gemma3")),
                                   *(f"real_caption_{row}@{s}" for row in ("t5", "gemma3", "decoding") for s in range(3)),
                                   *(f"caption_encoder_music@{s}" for s in range(3)),

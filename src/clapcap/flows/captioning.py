@@ -47,6 +47,13 @@ def lr_check_task(params: CaptioningParams, lm: str, variant: str, compute: Comp
     return run_lr_check_tracked(params, lm, variant, compute=compute)
 
 
+@task(name="captioning-row-lr-check", cache_policy=NO_CACHE)
+def row_lr_check_task(params: CaptioningParams, row: str, compute: Compute) -> dict[str, Any]:
+    from clapcap.tracked.caption_lr_check import run_row_lr_check_tracked
+
+    return run_row_lr_check_tracked(params, row, compute=compute)
+
+
 @task(name="captioning-run", cache_policy=NO_CACHE)
 def run_task(params: CaptioningParams, spec: RunSpec, compute: Compute) -> dict[str, Any]:
     return execute_run(params, spec, compute=compute, tracker=study_tracker(params))
@@ -97,6 +104,9 @@ def captioning_sweep(params: CaptioningParams, *, retries: int = 1, lr_search: b
                     if s.kind == "arch" and s.lm in (params.lr_search_lms or [])]
             for fut in [lr_check_task.with_options(**opts).submit(params, lm, row, compute) for lm, row in rows]:
                 fut.result()
+        # each encoder row of encoder_lr_rows trains at its own searched LR, on its own embeddings
+        for fut in [row_lr_check_task.with_options(**opts).submit(params, row, compute) for row in params.encoder_lr_rows]:
+            fut.result()
     specs = all_specs(params)
     skipped = [s.name for s in specs if _done(params, s)]
     futures = [run_task.with_options(**opts).submit(params, s, compute) for s in specs if not _done(params, s)]

@@ -1,5 +1,5 @@
 """The captioning study's LR check at the tracked edge: :func:`log_lr_check` logs one
-architecture row's check (``check.json``) as a run ``captioning/<row>/lr_check``: the chosen
+architecture (or encoder) row's check (``check.json``) as a run ``captioning/<row>/lr_check``: the chosen
 and baseline LRs as params, the stage-1 (and, when comparable, stage-2) regret on the search's
 validation loss as ``val/stage1/loss_diff``. One module per step, so the stage's code
 fingerprint holds its own study only.
@@ -36,5 +36,15 @@ def run_lr_check_tracked(params: Any, lm: str, variant: str, *, compute: Any = N
     from clapcap.experiments.captioning.lr_check import run_lr_check
 
     record = run_lr_check(params, lm, variant, compute=compute)
+    log_lr_check(record, experiment="clapcap-captioning", enabled=params.track, dataset_dir=params.dataset_dir)
+    return record
+
+
+def run_row_lr_check_tracked(params: Any, row: str, *, compute: Any = None) -> dict[str, Any]:
+    """:func:`clapcap.experiments.captioning.lr_check.run_row_lr_check` for an encoder row, then
+    its check logged (:func:`log_lr_check`) when ``params.track``."""
+    from clapcap.experiments.captioning.lr_check import run_row_lr_check
+
+    record = run_row_lr_check(params, row, compute=compute)
     log_lr_check(record, experiment="clapcap-captioning", enabled=params.track, dataset_dir=params.dataset_dir)
     return record

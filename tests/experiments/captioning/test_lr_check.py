@@ -80,3 +80,48 @@ def test_run_lr_check_on_one_architecture_row(tiny_corpus, tmp_path):
         run_configs(missing, spec)
     with pytest.raises(ValueError, match="arch_lr"):
         from_dict(CaptioningParams, {"arch_lr": "mine"})
+
+
+def test_run_row_lr_check_searches_an_encoder_row_on_its_own_embeddings(tiny_corpus, tmp_path):
+    """encoder_lr_rows: the row's search runs on its own dump (another input size), its record
+    compares it with the LM's search, and the row's runs then train at the LRs it chose."""
+    from caption_fixtures import TINY_MODEL, make_dump
+
+    from clapcap.config import from_dict
+    from clapcap.experiments.captioning.config import CaptioningParams
+    from clapcap.experiments.captioning.lr_check import run_row_lr_check
+    from clapcap.experiments.captioning.study import (
+        encoder_specs,
+        lr_source,
+        run_configs,
+        run_lr_search,
+    )
+
+    frames = make_dump(tiny_corpus, tmp_path / "frames.npz", dim=8, frames=3, seed=1)
+    train = {"batch_size": 32, "lm_pretrain_epochs": 0, "stage1": {"epochs": 1, "lr_projection": 3e-3},
+             "stage2": {"epochs": 1, "lr_projection": 1e-3, "lr_lm": 1e-3}}
+    params = from_dict(CaptioningParams, {
+        "dataset_dir": str(tiny_corpus), "dump": str(make_dump(tiny_corpus, tmp_path / "dump.npz")),
+        "out_dir": str(tmp_path / "out"), "lms": ["gpt2"], "lr_search_lms": ["gpt2"],
+        "models": {"gpt2": {"decoder": "gpt2", **TINY_MODEL}}, "train": {"gpt2": train}, "noise_seeds": [0],
+        "encoders": {"frames": {"dump": str(frames), "embedding_key": "audio_frames"}},
+        "encoder_lr_rows": ["encoder_frames"],
+        "lr_search": {"stage1_lrs": [1e-3, 1e-2], "stage2_projection_lrs": [1e-3], "stage2_lm_lrs": [1e-3],
+                      "stage1_epochs": 1, "stage2_epochs": 1},
+        "track": False, "progress": False})
+    with pytest.raises(ValueError, match="has not finished"):
+        run_row_lr_check(params, "encoder_frames")
+    with pytest.raises(ValueError, match="not in encoder_lr_rows"):
+        run_row_lr_check(params, "encoder_default")
+    run_lr_search(params, "gpt2")
+    record = run_row_lr_check(params, "encoder_frames")
+    out = Path(params.out_dir) / "lr_check" / "encoder_frames"
+    assert json.loads((out / "check.json").read_text()) == json.loads(json.dumps(record))
+    assert record["row"] == "encoder_frames" and {t["lr_projection"] for t in record["stage1_trials"]} == {1e-3, 1e-2}
+    # the search trained on the frames dump: its trial checkpoints hold an 8-d projection input
+    trial = json.loads(next((out / "search" / "trials").glob("s1_lr*/stage1/best/captioner.json")).read_text())
+    assert trial["in_dim"] == 8
+    spec = next(s for s in encoder_specs(params) if s.name == "encoder_frames_gpt2_s1_seed0")
+    assert lr_source(params, spec) == out / "search"
+    _, train_cfg = run_configs(params, spec)
+    assert train_cfg.stage1.lr_projection == record["chosen"]["stage1_lr_projection"]

@@ -20,6 +20,12 @@ With ``captioning.arch_lr: own`` (params.yaml's default) the row then trains at 
 search chose (:func:`~clapcap.experiments.captioning.plan.lr_source`); with ``shared`` it
 keeps the baseline's, and this record says what that costs. Either way it says nothing about
 the test metric: the search's objective is the validation loss.
+
+An encoder row (the real corpus's YAMNet rows, each specialist on its family) gets the same
+search on its own embeddings and dataset when it is listed in ``encoder_lr_rows``
+(:func:`run_row_lr_check`, stage ``real_caption_lr_check@<row>``), recorded the same way in
+``<out_dir>/lr_check/<row>/check.json``: an encoder with another input size or scale may
+prefer another projection LR than the one searched on the tower CLAP's embeddings.
 """
 
 from __future__ import annotations
@@ -32,7 +38,13 @@ from typing import Any
 from clapcap.compute import Compute, or_default
 from clapcap.experiments.captioning.config import CaptioningParams
 from clapcap.experiments.captioning.lr_search import chosen_learning_rates, search_learning_rates
-from clapcap.experiments.captioning.plan import arch_specs
+from clapcap.experiments.captioning.plan import (
+    arch_specs,
+    encoder_specs,
+    lr_row,
+    run_params_for,
+    subset_specs,
+)
 from clapcap.utils.io import write_json
 
 logger = logging.getLogger(__name__)
@@ -70,6 +82,48 @@ def check_row(search: dict[str, Any], baseline: dict[str, float], row: str) -> d
             "stage1_trials": search["stage1_trials"], "stage2_trials": search["stage2_trials"]}
 
 
+def _baseline(params: CaptioningParams, lm: str) -> dict[str, float]:
+    baseline = chosen_learning_rates(Path(params.out_dir) / "lr_search" / lm)
+    if baseline is None:
+        raise ValueError(f"lr check: the baseline's search for {lm} has not finished "
+                         f"({Path(params.out_dir) / 'lr_search' / lm}/best.json); run its lr_search stage first")
+    return baseline
+
+
+def _write_check(out: Path, search: dict[str, Any], baseline: dict[str, float], key: str) -> dict[str, Any]:
+    record = check_row(search, baseline, key)
+    write_json(out / "check.json", record)
+    logger.info("lr check %s: stage 1 %s (baseline %s, regret %s), stage 2 %s", key,
+                record["chosen"]["stage1_lr_projection"], baseline["stage1_lr_projection"],
+                record["stage1_regret_rel"], "same" if record["same_stage2"] else "differs")
+    return record
+
+
+def run_row_lr_check(params: CaptioningParams, row: str, *, compute: Compute | None = None) -> dict[str, Any]:
+    """Search the LRs of encoder row ``row`` of ``encoder_lr_rows`` (``encoder_<enc>`` or
+    ``subset_<subset>_<enc>``: :func:`~clapcap.experiments.captioning.plan.lr_row`) on its own
+    embeddings and dataset, with the baseline's grid, epochs and seed, and compare them with
+    ``encoder_lm``'s search; write ``<out_dir>/lr_check/<row>/check.json``. The row's runs
+    then train at the LRs it chose (:func:`~clapcap.experiments.captioning.plan.lr_source`).
+
+    Raises:
+        ValueError: when ``row`` is not in ``encoder_lr_rows``, or the LM's search has not finished.
+    """
+    compute = or_default(compute)
+    if row not in params.encoder_lr_rows:
+        raise ValueError(f"lr check: {row!r} is not in encoder_lr_rows {params.encoder_lr_rows}")
+    spec = next(s for s in [*encoder_specs(params), *subset_specs(params)] if lr_row(s) == row)
+    lm, data = spec.lm, run_params_for(params, spec)
+    baseline = _baseline(params, lm)
+    out = Path(params.out_dir) / "lr_check" / row
+    search = search_learning_rates(params.models[lm], dataclasses.replace(params.train[lm], embedding_key=spec.embedding_key),
+                                   params.lr_search, dump=spec.dump, dataset_dir=data.dataset_dir,
+                                   out_dir=out / "search", progress=params.progress,
+                                   lm_cache_dir=Path(params.out_dir) / "lm_warmup",
+                                   study_path=Path(params.out_dir) / "optuna" / f"lr_check_{row}.db", compute=compute)
+    return _write_check(out, search, baseline, row)
+
+
 def run_lr_check(params: CaptioningParams, lm: str, variant: str, *,
                  compute: Compute | None = None) -> dict[str, Any]:
     """Search the LRs of architecture row ``<lm>_<variant>`` (resumable, reused when finished)
@@ -84,10 +138,7 @@ def run_lr_check(params: CaptioningParams, lm: str, variant: str, *,
     key = f"{lm}_{variant}"
     if key not in specs:
         raise ValueError(f"lr check: {key} is not an architecture row of the study ({sorted(specs)})")
-    baseline = chosen_learning_rates(Path(params.out_dir) / "lr_search" / lm)
-    if baseline is None:
-        raise ValueError(f"lr check: the baseline's search for {lm} has not finished "
-                         f"({Path(params.out_dir) / 'lr_search' / lm}/best.json); run caption_lr_search@{lm}")
+    baseline = _baseline(params, lm)
     out = Path(params.out_dir) / "lr_check" / key
     model_cfg = dataclasses.replace(params.models[lm], **specs[key].model_overrides)
     train_cfg = dataclasses.replace(params.train[lm], embedding_key=params.embedding_key)
@@ -95,9 +146,4 @@ def run_lr_check(params: CaptioningParams, lm: str, variant: str, *,
                                    dataset_dir=params.dataset_dir, out_dir=out / "search", progress=params.progress,
                                    lm_cache_dir=Path(params.out_dir) / "lm_warmup",
                                    study_path=Path(params.out_dir) / "optuna" / f"lr_check_{key}.db", compute=compute)
-    record = check_row(search, baseline, key)
-    write_json(out / "check.json", record)
-    logger.info("lr check %s: stage 1 %s (baseline %s, regret %s), stage 2 %s", key,
-                record["chosen"]["stage1_lr_projection"], baseline["stage1_lr_projection"],
-                record["stage1_regret_rel"], "same" if record["same_stage2"] else "differs")
-    return record
+    return _write_check(out, search, baseline, key)
