@@ -3,7 +3,7 @@ views of every caption (params.yaml `robust_paraphrase`: the corpus's own views;
 `robust_paraphrase_llm`: views from a real LLM that the stage serves itself, on a subset of
 captions; `real_paraphrase`: WordNet's lexical view 2 and held-out view of the real corpus).
 
-  python pipelines/robust_paraphrase.py [--section robust_paraphrase_llm | real_paraphrase]
+  python pipelines/robust_paraphrase.py [--section robust_paraphrase_llm | real_paraphrase | real_paraphrase_llm]
 """
 
 import argparse
@@ -16,7 +16,8 @@ from clapcap.tracked.paraphrase import run_paraphrase
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--section", default="robust_paraphrase", choices=["robust_paraphrase", "robust_paraphrase_llm", "real_paraphrase"],
+    parser.add_argument("--section", default="robust_paraphrase", choices=["robust_paraphrase", "robust_paraphrase_llm", "real_paraphrase",
+                                                                 "real_paraphrase_llm"],
                         help="the params.yaml section to run")
 
 

@@ -102,6 +102,8 @@ def test_exponent_floats_as_dvc_writes_them(tmp_path):
 
 # Every section of params.yaml and the class its stage loads it with.
 SECTION_CLASSES = {
+    "real_paraphrase_llm": "clapcap.paraphrase.dataset:ParaphraseParams",
+    "real_robust_llm": "clapcap.experiments.real.robust:RealRobustParams",
     "pretrained_lms": "clapcap.captioning.pretrained_lms:PretrainedLMsParams",
     "metrics_summary": "clapcap.reporting.summary_metrics:MetricsSummaryParams",
     "caption_subsets": "clapcap.experiments.captioning.config:CaptionSubsetParams",

@@ -32,7 +32,7 @@ DEFAULT_PARAMS = Path("params.yaml")
 # its stage would run on its defaults.
 PARAMS_SECTIONS = frozenset({
     "caption_sbert", "caption_subsets", "caption_vocab", "captioning", "checkpoint_identity", "clap_variants", "compute", "data", "dcase_export", "embed",
-    "embed_pretrained", "metrics_summary", "model_cards", "music_subset", "pairwise", "pretrained_lms", "real_benchmark", "real_captioning", "real_clap", "real_corpus", "real_data", "real_caption_refs", "real_caption_vocab", "real_captioning_study", "real_embed_pretrained", "real_paraphrase", "real_subsets", "real_robust", "reference",
+    "embed_pretrained", "metrics_summary", "model_cards", "music_subset", "pairwise", "pretrained_lms", "real_benchmark", "real_captioning", "real_clap", "real_corpus", "real_data", "real_caption_refs", "real_caption_vocab", "real_captioning_study", "real_embed_pretrained", "real_paraphrase", "real_paraphrase_llm", "real_subsets", "real_robust", "real_robust_llm", "reference",
     "reference_baselines", "report", "report_inputs",
     "retrieval", "robust_benchmark", "robust_control", "robust_kinds", "robust_paraphrase", "robust_paraphrase_llm", "robust_seeds",
     "robust_text_store", "robust_train", "robust_view_source", "robust_views", "train_clap", "training_curves",

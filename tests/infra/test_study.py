@@ -105,7 +105,7 @@ def test_the_full_study_adds_dvc_stages(project):
                                   "caption_smollm2@2", "caption_noise_floor@smollm2",
                                   "robust_paraphrase_llm@llm", "robust_view_source@llm", "real_caption_smollm2@1",
                                   "real_caption_smollm2@2", "robust_views@one_vs_two",
-                                  "pretrained_lm@gemma3",
+                                  "pretrained_lm@gemma3", "real_paraphrase_llm@llm", "real_robust_llm@llm",
                                   *(f"real_caption_lr_check@{row}" for row in (
                                       "encoder_yamnet", "subset_speech_yamnet", "subset_speech_whisper_tiny_en",
                                       "subset_instruments_yamnet", "subset_instruments_crepe_tiny",

@@ -30,7 +30,8 @@ def _system_metrics(block: dict[str, Any]) -> None:
 
 def run_tracked_real_robust(params: RealRobustParams) -> dict[str, Any]:
     """:func:`~clapcap.experiments.real.robust.run_real_robust`, in MLflow (module docstring)."""
-    name = tracking.run_name("robust", "real_towers", sha256_json(to_dict(params))[:8])
+    row = "real_towers" if params.name == "real_robust" else params.name.removeprefix("real_robust_") + "_views"
+    name = tracking.run_name("robust", row, sha256_json(to_dict(params))[:8])
     with tracking.tracked("real_robust", experiment=EXPERIMENT, name=name, params=to_dict(params)):
         parent = tracking.active_run_id()
         metrics = run_real_robust(params)

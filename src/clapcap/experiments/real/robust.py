@@ -32,11 +32,19 @@ headline) and on view 2, ``robust`` loses no more than 0.01 t2a R@10 of ``contro
 original captions, and no more than 0.02 of its zero-shot accuracy; per view kind, that the
 view costs the base (``real_robust.kinds.<kind>.base_drop``) and that ``robust`` beats
 ``control`` on it (``real_robust.kinds.<kind>.vs_control``).
+
+**Another view source** (``train_views``; section ``real_robust_llm``, the full study's): the
+same systems and measures, with ``robust`` fine-tuned on another paraphrased corpus's view 2 of
+the training captions (the LLM's, with its correction pass: stage ``real_paraphrase_llm``) while
+val and test keep WordNet's views. So the held-out view, whose words are in no training caption
+nor in WordNet's views, asks whether the LLM's views teach a vocabulary beyond their own; its
+findings are ``<name>.*`` (``real_robust_llm.heldout_r10_vs_control``, ...).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,10 +92,19 @@ class RealRobustParams:
     n_resamples: int = 2000
     confidence: float = 0.95
     bootstrap_seed: int = 0
+    # Another view source to fine-tune on (section real_robust_llm: the LLM's views of the real
+    # captions): the training split's view 2 comes from this paraphrased corpus, while every
+    # measure keeps paraphrase_dir's val and test views (WordNet's view 2, its held-out view and
+    # view kinds), so both sources are judged on the same queries. Empty: paraphrase_dir's.
+    train_views: str = ""
+    views_label: str = "WordNet"  # how the findings name the views trained on
+    name: str = "real_robust"  # the findings' id prefix
 
     def __post_init__(self) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"real_robust.seeds: distinct seeds expected, found {self.seeds}")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+            raise ValueError(f"name: a findings id prefix such as real_robust_llm expected, found {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -233,9 +250,14 @@ def run_real_robust(params: RealRobustParams, *,
     f = load_features(params.features)
     views = view_features(f, params.paraphrase_dir, embed=embed)
     kinds = view_kinds(f, params.paraphrase_dir)
+    source = params.train_views or params.paraphrase_dir
+    if params.train_views:  # the training split's view 2 from the other source (RealRobustParams)
+        trained = view_features(f, params.train_views, embed=embed)["view2"]
+        in_train = (f["split"][f["caption_clip_index"]] == "train")[:, None]
+        views = {**views, "view2": np.where(in_train, trained, views["view2"])}
     train, val, test = (viewed_split(f, views, s, kinds) for s in ("train", "val", "test"))
     if not np.isfinite(train.views["view2"][:, 0]).any():
-        raise InputError(f"{params.paraphrase_dir}: no training caption has a view 2; nothing to fine-tune on")
+        raise InputError(f"{source}: no training caption has a view 2; nothing to fine-tune on")
     per_seed: dict[str, list[dict]] = {"base": [], "control": [], "robust": []}
     zero_shot: dict[str, list[np.ndarray]] = {s: [] for s in per_seed}
     labelled = _labelled_test(f)
@@ -317,15 +339,17 @@ def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams,
     def scores(system: str, query_set: str) -> SeedScores:
         return SeedScores(np.stack([r[query_set]["r@10"] for r in per_seed[system]]), tuple(params.seeds))
 
-    sets = per_seed["base"][0]
-    specs = [(q, FindingSpec(id=f"real_robust.{q}_r10_vs_control", metric="t2a r@10", a="robust", b="control",
-                             claim="greater", statement=f"On real captions' {what}, RobustCLAP's heads beat the "
+    sets, pre = per_seed["base"][0], params.name
+    # The WordNet run's statements as they always were; another source names its views.
+    heads = f"RobustCLAP's heads trained on {params.views_label} views" if params.train_views else "RobustCLAP's heads"
+    specs = [(q, FindingSpec(id=f"{pre}.{q}_r10_vs_control", metric="t2a r@10", a="robust", b="control",
+                             claim="greater", statement=f"On real captions' {what}, {heads} beat the "
                                                         "control fine-tune (t2a R@10)"))
              for q, what in (("heldout", "held-out WordNet view (words no training text holds)"),
                              ("view2", "WordNet view 2")) if q in sets]
-    specs.append(("original", FindingSpec(id="real_robust.original_r10_not_less", metric="t2a r@10", a="robust",
+    specs.append(("original", FindingSpec(id=f"{pre}.original_r10_not_less", metric="t2a r@10", a="robust",
                                           b="control", claim="not_less", margin=0.01,
-                                          statement="On the original real captions, RobustCLAP's heads lose at most "
+                                          statement=f"On the original real captions, {heads} lose at most "
                                                     "0.01 t2a R@10 to the control fine-tune")))
     out = [evaluate_finding(spec, scores("robust", q), scores("control", q), paired_seeds=True,
                             n_resamples=params.n_resamples, confidence=params.confidence,
@@ -335,20 +359,20 @@ def _findings(per_seed: dict[str, list[dict]], params: RealRobustParams,
         q = f"view2_{kind}"
         if q not in sets:
             continue
-        drop = FindingSpec(id=f"real_robust.kinds.{kind}.base_drop", metric="t2a r@10", a="captions as written",
+        drop = FindingSpec(id=f"{pre}.kinds.{kind}.base_drop", metric="t2a r@10", a="captions as written",
                            b="their view", claim="greater", statement=f"A WordNet view that changes only {words[kind]} "
                                                                      "costs the base tower CLAP t2a R@10")
-        gain = FindingSpec(id=f"real_robust.kinds.{kind}.vs_control", metric="t2a r@10", a="robust", b="control",
-                           claim="greater", statement=f"On WordNet views that change only {words[kind]}, RobustCLAP's "
-                                                      "heads beat the control fine-tune (t2a R@10)")
+        gain = FindingSpec(id=f"{pre}.kinds.{kind}.vs_control", metric="t2a r@10", a="robust", b="control",
+                           claim="greater", statement=f"On WordNet views that change only {words[kind]}, {heads} "
+                                                      "beat the control fine-tune (t2a R@10)")
         out += [evaluate_finding(spec, a, b, paired_seeds=True, n_resamples=params.n_resamples,
                                  confidence=params.confidence, rng_seed=params.bootstrap_seed)
                 for spec, a, b in ((drop, scores("base", f"{q}_original"), scores("base", q)),
                                    (gain, scores("robust", q), scores("control", q)))]
     if zero_shot is not None:
-        spec = FindingSpec(id="real_robust.zero_shot_not_less", metric="zero-shot accuracy", a="robust",
+        spec = FindingSpec(id=f"{pre}.zero_shot_not_less", metric="zero-shot accuracy", a="robust",
                            b="control", claim="not_less", margin=0.02,
-                           statement="On the labelled real test clips, RobustCLAP's heads lose at most 0.02 "
+                           statement=f"On the labelled real test clips, {heads} lose at most 0.02 "
                                      "zero-shot label accuracy to the control fine-tune")
         out.append(evaluate_finding(spec, SeedScores(np.stack(zero_shot["robust"]), tuple(params.seeds)),
                                     SeedScores(np.stack(zero_shot["control"]), tuple(params.seeds)),
