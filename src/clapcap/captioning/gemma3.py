@@ -41,8 +41,8 @@ without it is worse ("a dog barks twice": 70.6 nats for its tokens after the fir
 ``<bos>``, 44.2 for all of them after ``<bos>``). The prefix still trains: on 8 captions its loss fell from 9.30 to 3.38
 in 20 stage-1 steps, and from 6.81 to 2.39 with ``<bos>`` before the prefix
 (``CaptionerConfig.prefix_bos``, which the study's ``gemma3`` row sets; one run of
-benchmarks/pretrained_lm_cost.py). There, at 1 thread, a stage-1 step
-on Gemma cost 2.3x SmolLM2's and a decoded caption 2.1x.
+benchmarks/pretrained_lm_cost.py). There, at 1 thread on an idle machine, a
+stage-1 step on Gemma cost 2.0x SmolLM2's and a decoded caption 2.2x.
 """
 
 from __future__ import annotations
