@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from caption_fixtures import make_dump, tiny_train
+from lm_checks import saved_without_lm
 
 from clapcap.captioning.config import CaptionerConfig, TrainConfig
 from clapcap.captioning.data import CaptionSplit
@@ -74,13 +75,7 @@ def test_checkpoint_leaves_out_an_untrained_pretrained_lm(llama_dir, tmp_path):
     torch.manual_seed(1)
     model = create_captioner(causal(llama_dir), tok)
     model.set_lm_trainable(False)
-    model.save(tmp_path / "s1")
-    saved = torch.load(tmp_path / "s1" / "weights.pt", weights_only=True)
-    assert saved and not any(k.startswith("lm.") for k in saved)
-    assert frozen_lm_dir(tmp_path / "s1") == str(llama_dir)
-    loaded = load_captioner(tmp_path / "s1")
-    for k, v in model.state_dict().items():  # the LM comes back from its folder, the rest from weights.pt
-        assert torch.equal(v, loaded.state_dict()[k]), k
+    saved_without_lm(model, tmp_path / "s1", llama_dir)  # the LM from its folder, the rest from weights.pt
     # Once the LM trains (stage 2), it is part of every checkpoint.
     model.set_lm_trainable(True)
     with torch.no_grad():

@@ -22,3 +22,21 @@ def assert_prefers_english(model: Any, tok: Any) -> None:
     torch.manual_seed(0)
     random = type(model)(model.config).eval()
     assert nll(random, SENTENCE) > nll(model, SENTENCE) + 3.0
+
+
+def saved_without_lm(model: Any, folder: Any, lm_dir: Any) -> Any:
+    """Save ``model`` (its pretrained LM frozen and untrained) to ``folder``: the checkpoint holds
+    no LM tensor and names ``lm_dir``, and the reloaded captioner equals ``model`` tensor for
+    tensor (the LM from its folder, the rest from weights.pt). Returns the reloaded captioner."""
+    import torch
+
+    from clapcap.captioning.model import frozen_lm_dir, load_captioner
+
+    model.save(folder)
+    saved = torch.load(folder / "weights.pt", weights_only=True)
+    assert saved and not any(k.startswith("lm.") for k in saved)
+    assert frozen_lm_dir(folder) == str(lm_dir)
+    loaded = load_captioner(folder)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, loaded.state_dict()[k]), k
+    return loaded
