@@ -64,8 +64,8 @@ def test_both_studies_load_as_typed_params(project):
         real = load_section(CaptioningParams, "real_captioning_study", project / "params.yaml")
         rows = {real.train[lm].train_clips for lm in ("gpt2", "smollm2")}
         if study == "full":
-            assert rows == {0} and cap.lm_seeds == {"smollm2": [0, 1, 2]}  # every training clip
-            assert cap.lms == ["gpt2", "t5", "smollm2"]
+            assert rows == {0} and cap.lm_seeds == {"smollm2": [0, 1, 2], "t5": [0, 1, 2]}  # every training clip
+            assert cap.lms == ["gpt2", "t5", "smollm2"] and cap.lr_search_lms == ["gpt2", "t5"]
             assert llm.max_clips is None and llm.captions_per_clip is None  # every caption: the LLM views in full
             assert cap.arch_lms == ["gpt2", "t5"] and cap.decoding_configs is None
             assert len(encoder_specs(cap)) == 9
@@ -74,8 +74,9 @@ def test_both_studies_load_as_typed_params(project):
             assert cap.arch_lms == ["gpt2"] and "rep1.2" in cap.decoding_configs
             assert variants.variants == {}
             assert llm.max_clips == {"train": 32, "test": 4} and llm.captions_per_clip == {"train": 1}
-            assert rows == {2000} and cap.lm_seeds == {"smollm2": []}  # one subset for both LMs
-            assert cap.lms == ["gpt2", "t5"]  # SmolLM2 captions the real corpus only
+            assert rows == {2000} and cap.lm_seeds == {"smollm2": [], "t5": []}  # one subset for both LMs
+            # SmolLM2 captions the real corpus only; T5 is the full study's
+            assert cap.lms == ["gpt2"] and cap.lr_search_lms == ["gpt2"]
             assert cap.encoder_seeds == [] and not encoder_specs(cap)
 
 
@@ -89,7 +90,7 @@ def test_the_full_study_adds_dvc_stages(project):
         return set(out.split())
 
     reduced = stages()
-    assert {"train_clap", "music_subset", "caption_lm@0"} <= reduced
+    assert {"train_clap", "music_subset", "caption_lm@0", "caption_lr_search@gpt2"} <= reduced
     assert not {"caption_arch@gpt2-prefix_length4", "caption_arch@t5-prefix_length4", "train_clap_variant@frozen",
                 "robust_views@one_vs_two", "caption_encoder_music@0", "embed_pretrained@aisfx"} & reduced
     apply_study(project, "full")
@@ -103,6 +104,8 @@ def test_the_full_study_adds_dvc_stages(project):
                                   "train_clap_variant@scratch", "evaluate_clap_variant@scratch",
                                   "embed@frames_w2v-corpus", "caption_smollm2@0", "caption_smollm2@1",
                                   "caption_smollm2@2", "caption_noise_floor@smollm2",
+                                  "caption_lr_search@t5", "caption_noise_floor@t5",
+                                  *(f"caption_t5@{s}" for s in range(3)),
                                   "robust_paraphrase_llm@llm", "robust_view_source@llm", "real_caption_smollm2@1",
                                   "real_caption_smollm2@2", "robust_views@one_vs_two",
                                   "pretrained_lm@gemma3", "real_paraphrase_llm@llm", "real_robust_llm@llm",
@@ -116,13 +119,13 @@ def test_the_full_study_adds_dvc_stages(project):
                                   *(f"embed_pretrained@{e}" for e in ("aisfx", "whisper_tiny_en", "crepe_tiny")),
                                   *encoder_rows, *arch, *lr_checks}
     # Back to the reduced study: the full study's extra outputs are removed, nothing else.
-    extra = project / "results/captioning/results/t5_dropout0.3_seed0.json"
-    kept = project / "results/captioning/results/t5_seed0.json"
-    for path in (extra, kept, project / "models/clap_frozen/model/config.json"):
+    extra = [project / f"results/captioning/results/t5_{v}seed0.json" for v in ("dropout0.3_", "")]
+    kept = project / "results/captioning/results/gpt2_seed0.json"
+    for path in (*extra, kept, project / "models/clap_frozen/model/config.json"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
     apply_study(project, "reduced")
-    assert not extra.exists() and not (project / "models/clap_frozen/model").exists()
+    assert not any(p.exists() for p in extra) and not (project / "models/clap_frozen/model").exists()
     assert kept.exists()
 
 

@@ -121,14 +121,18 @@ def test_dvc_yaml_plots_render_from_the_stage_tables(tmp_path):
 
 
 def test_stage_deps_match_the_params_section():
-    """The stage depends on exactly the files its params section names (no stale or missing dep)."""
+    """The stage depends on exactly the files and folders its params section names (no stale or
+    missing dep): the runs and LR searches by their folders, since which rows exist depends on
+    the study (T5's and SmolLM2's are the full study's), and dvc.yaml is the same for both."""
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["training_curves"]
     p = yaml.safe_load((ROOT / "params.yaml").read_text())["training_curves"]
     want = {"build/code/training_curves.json", p["conclusions"]}
     want |= {f"{p['models_dir']}/{m}/train_result.json" for m in p["clap_models"]}
-    want |= {f"{p['captioning_dir']}/runs/{r}" for r in p["caption_runs"]}
-    want |= {f"{p['captioning_dir']}/lr_search/{lm}" for lm in p["lr_searches"]}
-    # The architecture rows' checks: the folder (their rows are the full study's, none in the reduced one).
-    want.add(f"{p['captioning_dir']}/lr_check")
+    # The runs, searches and the architecture rows' checks (the full study's): their folders.
+    want |= {f"{p['captioning_dir']}/{folder}" for folder in ("runs", "lr_search", "lr_check")}
     assert set(stage["deps"]) == want
+    full = yaml.safe_load((ROOT / "studies/full.yaml").read_text())
+    for study in (p, {k.split(".", 1)[1]: v for k, v in full.items() if k.startswith("training_curves.")}):
+        for key in ("caption_runs", "lr_searches"):  # each names one row under its folder
+            assert study[key] and all("/" not in name for name in study[key])
     assert stage["outs"] == [{p["out_dir"]: {"cache": False}}]
