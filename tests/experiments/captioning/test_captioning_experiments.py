@@ -442,3 +442,5 @@ def test_encoder_rows_can_train_at_their_own_search(tiny_corpus, tmp_path):
         make_params(tiny_corpus, tmp_path, use_lr_search=True, encoder_lr_rows=["encoder_default"])
     with pytest.raises(ConfigError, match="must be in lr_search_lms"):
         make_params(tiny_corpus, tmp_path, use_lr_search=True, encoder_lr_rows=["encoder_frames"], lr_search_lms=["t5"])
+    with pytest.raises(ConfigError, match=r"\['encoder_frames'\] run on no seed"):  # not a bare StopIteration later
+        make_params(tiny_corpus, tmp_path, use_lr_search=True, encoder_lr_rows=["encoder_frames"], encoder_seeds=[])

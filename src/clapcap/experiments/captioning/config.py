@@ -230,12 +230,17 @@ class CaptioningParams:
         self._check_findings()
 
     def _check_encoder_lr_rows(self) -> None:
-        rows = {f"encoder_{e}" for e in self.encoders} | {
-            f"subset_{sub}_{e}" for sub, study in self.specialists.items() for e in study.encoders}
-        stray = [r for r in self.encoder_lr_rows if r not in rows]
+        seeds = {f"encoder_{e}": self.encoder_seeds for e in self.encoders} | {
+            f"subset_{sub}_{e}": study.seeds for sub, study in self.specialists.items() for e in study.encoders}
+        stray = [r for r in self.encoder_lr_rows if r not in seeds]
         if stray:
-            raise ValueError(f"encoder_lr_rows: {stray} are not encoder rows of the study ({sorted(rows)}; the "
+            raise ValueError(f"encoder_lr_rows: {stray} are not encoder rows of the study ({sorted(seeds)}; the "
                              f"default encoder trains at its LM's own search)")
+        # A row trains only over its seeds: a search for a row that never trains is a mistyped study.
+        unseeded = [r for r in self.encoder_lr_rows if not seeds[r]]
+        if unseeded:
+            raise ValueError(f"encoder_lr_rows: {unseeded} run on no seed (encoder_seeds, or the subset's "
+                             f"specialists.<subset>.seeds, is empty), so no run would train at their LRs")
         if self.encoder_lr_rows and self.encoder_lm not in (self.lr_search_lms or []):
             raise ValueError(f"encoder_lr_rows: a row's own search is compared with its LM's, so encoder_lm "
                              f"{self.encoder_lm!r} must be in lr_search_lms {self.lr_search_lms}")
